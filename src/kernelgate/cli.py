@@ -1,0 +1,66 @@
+"""The ``kernelgate`` command: the architecture key, and offline comparison of result files."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from kernelgate import baseline, config
+from kernelgate.compare import compare
+from kernelgate.environment import detect_arch_key
+from kernelgate.report import failure_message, layer_table
+
+
+def _arch(args: argparse.Namespace) -> int:
+    key = detect_arch_key(force_cpu=args.cpu)
+    print(Path(args.baseline_dir) / key / baseline.FILE_NAME if args.path else key)
+    return 0
+
+
+def _compare(args: argparse.Namespace) -> int:
+    gate, _ = config.load_pyproject(Path(args.config))
+    try:
+        base = baseline.load(Path(args.baseline))
+        current = baseline.load(Path(args.current))
+    except baseline.BaselineError as exc:
+        print(f"kernelgate: {exc}", file=sys.stderr)
+        return 2
+    failed = False
+    for fullname, entry in current.items():
+        if fullname not in base:
+            print(f"{entry.measurement.benchmark}: no baseline entry in {args.baseline}")
+            continue
+        comparison = compare(base[fullname].measurement, entry.measurement, gate)
+        types = {lay.name: lay.type for lay in entry.measurement.layers}
+        if args.all:
+            print(layer_table(comparison, types))
+        if comparison.failed:
+            failed = True
+            print(failure_message(comparison, types, args.baseline))
+        else:
+            print(f"{comparison.benchmark}: pass")
+    return 1 if failed else 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="kernelgate", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    arch = sub.add_parser("arch", help="print this machine's baseline key (read through NVML)")
+    arch.add_argument("--cpu", action="store_true", help="the key of CPU mode")
+    arch.add_argument("--path", action="store_true", help="print the baseline file's path instead")
+    arch.add_argument("--baseline-dir", default="baselines")
+    arch.set_defaults(run=_arch)
+    cmp = sub.add_parser("compare", help="compare two result files (exit 1 on regression)")
+    cmp.add_argument("baseline", help="e.g. baselines/<arch>/0001_kernelgate.json")
+    cmp.add_argument("current", help="e.g. .kernelgate/results/<arch>/0001_kernelgate.json")
+    cmp.add_argument("--config", default="pyproject.toml", help="thresholds from this file's [tool.kernelgate]")
+    cmp.add_argument("--all", action="store_true", help="also print every layer's delta")
+    cmp.set_defaults(run=_compare)
+    args = parser.parse_args(argv)
+    return int(args.run(args))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,207 @@
+"""Gate configuration: ``[tool.kernelgate]`` in pyproject.toml plus command-line overrides.
+
+No torch here: the plugin reads this at start-up.
+"""
+
+from __future__ import annotations
+
+import enum
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from fnmatch import fnmatchcase
+from pathlib import Path
+from typing import Any
+
+
+class ConfigError(ValueError):
+    """A configuration value is wrong; the message names the value and the fix."""
+
+
+class Scope(enum.Enum):
+    TOTAL = "total"
+    LAYER = "layer"
+    KERNEL = "kernel"
+
+
+class MissingBaseline(enum.Enum):
+    FAIL = "fail"
+    WARN = "warn"
+
+
+@dataclass(frozen=True)
+class Threshold:
+    """A change counts only when it is over ``rel`` (fraction) of the baseline AND over ``floor_us``."""
+
+    rel: float
+    floor_us: float
+
+    def limit_us(self, baseline_us: float) -> float:
+        return max(self.rel * baseline_us, self.floor_us)
+
+
+@dataclass(frozen=True)
+class Rule:
+    """Overrides for matching (arch, benchmark, scope, name); glob patterns, the last match wins."""
+
+    arch: str = "*"
+    benchmark: str = "*"
+    scope: str = "*"
+    name: str = "*"
+    threshold: float | None = None
+    floor_us: float | None = None
+
+    def matches(self, arch: str, benchmark: str, scope: Scope, name: str) -> bool:
+        return (
+            fnmatchcase(arch, self.arch)
+            and fnmatchcase(benchmark, self.benchmark)
+            and fnmatchcase(scope.value, self.scope)
+            and fnmatchcase(name, self.name)
+        )
+
+
+@dataclass(frozen=True)
+class GateConfig:
+    layer_threshold: float = 0.10
+    kernel_threshold: float = 0.25
+    total_threshold: float = 0.05
+    floor_us: float = 5.0
+    rules: tuple[Rule, ...] = ()
+    baseline_dir: Path = Path("baselines")
+    missing_baseline: MissingBaseline = MissingBaseline.FAIL
+    fail_on_new: bool = False
+    fail_on_missing: bool = False
+
+    def threshold(self, arch: str, benchmark: str, scope: Scope, name: str) -> Threshold:
+        rel = {
+            Scope.TOTAL: self.total_threshold,
+            Scope.LAYER: self.layer_threshold,
+            Scope.KERNEL: self.kernel_threshold,
+        }[scope]
+        floor = self.floor_us
+        for rule in self.rules:
+            if rule.matches(arch, benchmark, scope, name):
+                rel = rule.threshold if rule.threshold is not None else rel
+                floor = rule.floor_us if rule.floor_us is not None else floor
+        return Threshold(rel=rel, floor_us=floor)
+
+
+def parse_fraction(value: object, what: str) -> float:
+    """``"10%"`` -> 0.10; ``0.1`` -> 0.10. A bare number above 1 is refused as ambiguous."""
+    text = str(value).strip()
+    try:
+        if text.endswith("%"):
+            result = float(text[:-1]) / 100.0
+        else:
+            result = float(text)
+            if result > 1.0:
+                raise ConfigError(
+                    f"{what} = {value!r} is ambiguous: write it as a percentage ('{text}%') "
+                    f"or as a fraction ({result / 100:g})."
+                )
+    except ValueError as exc:
+        raise ConfigError(f"{what} = {value!r} is not a percentage; write e.g. '10%' or 0.10.") from exc
+    if not result > 0.0 or result != result:
+        raise ConfigError(f"{what} = {value!r} must be above 0 (e.g. '10%').")
+    return result
+
+
+def parse_floor(value: object, what: str) -> float:
+    try:
+        result = float(str(value).strip().removesuffix("us").removesuffix("µs"))
+    except ValueError as exc:
+        raise ConfigError(f"{what} = {value!r} is not a number of microseconds; write e.g. 5.0.") from exc
+    if result < 0 or result != result:
+        raise ConfigError(f"{what} = {value!r} must be 0 or more microseconds.")
+    return result
+
+
+def parse_rule(raw: Mapping[str, Any], where: str) -> Rule:
+    known = {"arch", "benchmark", "scope", "name", "threshold", "floor_us"}
+    unknown = sorted(set(raw) - known)
+    if unknown:
+        raise ConfigError(f"{where}: unknown key(s) {unknown}; a rule takes {sorted(known)}.")
+    scope = str(raw.get("scope", "*"))
+    if scope != "*" and scope not in {s.value for s in Scope}:
+        raise ConfigError(f"{where}: scope = {scope!r}; use 'total', 'layer', 'kernel' or '*'.")
+    return Rule(
+        arch=str(raw.get("arch", "*")),
+        benchmark=str(raw.get("benchmark", "*")),
+        scope=scope,
+        name=str(raw.get("name", "*")),
+        threshold=parse_fraction(raw["threshold"], f"{where}.threshold") if "threshold" in raw else None,
+        floor_us=parse_floor(raw["floor_us"], f"{where}.floor_us") if "floor_us" in raw else None,
+    )
+
+
+def parse_cli_rule(text: str) -> Rule:
+    """``BENCH_GLOB:LAYER_GLOB=THRESHOLD`` (e.g. ``yolov8n*:model.22*=15%``)."""
+    target, sep, value = text.rpartition("=")
+    if not sep or not target:
+        raise ConfigError(
+            f"--kernelgate-rule {text!r}: expected BENCHMARK_GLOB:NAME_GLOB=THRESHOLD, "
+            "e.g. --kernelgate-rule 'yolov8n*:model.22*=15%'."
+        )
+    bench, _, name = target.partition(":")
+    return Rule(benchmark=bench or "*", name=name or "*", threshold=parse_fraction(value, "--kernelgate-rule"))
+
+
+_SIMPLE_KEYS = {
+    "layer_threshold",
+    "kernel_threshold",
+    "total_threshold",
+    "floor_us",
+    "baseline_dir",
+    "missing_baseline",
+    "fail_on_new",
+    "fail_on_missing",
+    "rules",
+}
+
+
+def from_table(table: Mapping[str, Any], where: str, root: Path) -> GateConfig:
+    unknown = sorted(set(table) - _SIMPLE_KEYS)
+    if unknown:
+        raise ConfigError(f"{where}: unknown key(s) {unknown}; known keys are {sorted(_SIMPLE_KEYS)}.")
+    cfg = GateConfig(baseline_dir=root / "baselines")
+    updates: dict[str, Any] = {}
+    for key in ("layer_threshold", "kernel_threshold", "total_threshold"):
+        if key in table:
+            updates[key] = parse_fraction(table[key], f"{where}.{key}")
+    if "floor_us" in table:
+        updates["floor_us"] = parse_floor(table["floor_us"], f"{where}.floor_us")
+    if "baseline_dir" in table:
+        updates["baseline_dir"] = root / str(table["baseline_dir"])
+    if "missing_baseline" in table:
+        updates["missing_baseline"] = parse_missing(table["missing_baseline"], f"{where}.missing_baseline")
+    for key in ("fail_on_new", "fail_on_missing"):
+        if key in table:
+            if not isinstance(table[key], bool):
+                raise ConfigError(f"{where}.{key} = {table[key]!r} must be true or false.")
+            updates[key] = table[key]
+    rules = table.get("rules", [])
+    if not isinstance(rules, list):
+        raise ConfigError(f"{where}.rules must be an array of tables ([[tool.kernelgate.rules]]).")
+    updates["rules"] = tuple(parse_rule(r, f"{where}.rules[{i}]") for i, r in enumerate(rules))
+    return replace(cfg, **updates)
+
+
+def parse_missing(value: object, what: str) -> MissingBaseline:
+    try:
+        return MissingBaseline(str(value))
+    except ValueError as exc:
+        raise ConfigError(f"{what} = {value!r}; use 'fail' or 'warn'.") from exc
+
+
+def load_pyproject(path: Path) -> tuple[GateConfig, bool]:
+    """The config in ``path`` and whether it had a ``[tool.kernelgate]`` table."""
+    if not path.is_file():
+        return GateConfig(baseline_dir=path.parent / "baselines"), False
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: not valid TOML: {exc}") from exc
+    table = data.get("tool", {}).get("kernelgate")
+    if table is None:
+        return GateConfig(baseline_dir=path.parent / "baselines"), False
+    return from_table(table, f"{path}: [tool.kernelgate]", path.parent), True

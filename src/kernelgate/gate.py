@@ -1,0 +1,161 @@
+"""One benchmark, end to end: time it, profile it, attribute it, compare it with its baseline.
+
+This is what the ``kernelgate`` fixture runs. torch is imported here, not in the plugin.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kernelgate import attribute, baseline, environment, measure, profile, trace
+from kernelgate.attribute import Layers
+from kernelgate.compare import Comparison, compare
+from kernelgate.config import MissingBaseline
+from kernelgate.model import YoloSpec, build_yolo, make_input, slow_down
+from kernelgate.report import failure_message
+from kernelgate.session import MissingBaselineWarning, State
+
+GPU_SCHEDULE = profile.Schedule(wait=1, warmup=2, active=20)
+CPU_SCHEDULE = profile.Schedule(wait=1, warmup=1, active=5)
+GPU_ROUNDS = 50
+CPU_ROUNDS = 10
+
+
+def pick_device(requested: str) -> str:
+    import torch
+
+    if requested == "cpu":
+        return "cpu"
+    if torch.cuda.is_available():
+        return "cuda"
+    if requested == "cuda":
+        raise pytest.UsageError("--kernelgate-device=cuda, but torch sees no CUDA GPU (torch.cuda.is_available() is False)")
+    return "cpu"
+
+
+@dataclass(frozen=True)
+class Result:
+    measurement: measure.Measurement
+    comparison: Comparison | None
+    trace_path: Path
+
+
+class KernelGate:
+    """The ``kernelgate`` fixture: ``kernelgate.yolo(model="yolov8n", precision="fp16")``."""
+
+    def __init__(self, state: State, benchmark: Any, node_name: str) -> None:
+        self.state = state
+        self.benchmark = benchmark
+        self.node_name = node_name
+        self.device = pick_device(state.options.device)
+
+    def yolo(self, model: str = "yolov8n", precision: str = "fp16", batch: int = 1, imgsz: int = 640) -> Result:
+        spec = YoloSpec(model=model, precision=precision, batch=batch, imgsz=imgsz)
+        net, layers = build_yolo(spec, self.device)
+        return self.module(net, make_input(spec, self.device), layers, name=spec.id)
+
+    def module(self, net: Any, host_input: Any, layers: Layers, name: str | None = None) -> Result:
+        """Gate any ``nn.Module`` called as ``net(input)``; ``layers`` names its top-level layers.
+
+        ``name`` is the benchmark's id in reports and threshold rules (default: the test's name).
+        """
+        import torch
+
+        bench_id = name or self.node_name
+
+        opts = self.state.options
+        if opts.slow_layer:
+            slow_down(net, opts.slow_layer, opts.slow_extra_runs)
+        gpu = self.device.startswith("cuda")
+        step = _make_step(torch, net, host_input, self.device)
+        with torch.no_grad():
+            for _ in range(3):
+                step()
+            self.benchmark.pedantic(step, rounds=GPU_ROUNDS if gpu else CPU_ROUNDS, warmup_rounds=2, iterations=1)
+            schedule = GPU_SCHEDULE if gpu else CPU_SCHEDULE
+            if opts.iterations:
+                schedule = profile.Schedule(schedule.wait, schedule.warmup, opts.iterations)
+            trace_path = opts.out_dir / "traces" / f"{_safe(self.node_name)}.json"
+            profile.run(step, net, gpu=gpu, schedule=schedule, trace_path=trace_path)
+        parsed = trace.parse(trace_path, gpu=gpu)
+        frame = attribute.attribute(parsed, layers)
+        arch = environment.torch_arch_key(torch, self.device)
+        stats = getattr(self.benchmark, "stats", None)
+        wall = [1e6 * t for t in stats.stats.data] if stats else []
+        result = measure.build(
+            frame,
+            benchmark=bench_id,
+            arch=arch,
+            device=self.device,
+            iterations=len(parsed.steps),
+            wall_us=wall,
+            environment=environment.collect(torch, self.device),
+            unlinked=parsed.unlinked,
+        )
+        self.benchmark.extra_info["kernelgate"] = result.to_json()
+        self._keep(result, stats)
+        comparison = None if opts.save else self._gate(result, layers)
+        return Result(result, comparison, trace_path)
+
+    def _keep(self, result: measure.Measurement, stats: Any) -> None:
+        if stats is None:
+            if self.state.options.save:
+                pytest.fail(
+                    "kernelgate: --kernelgate-save needs pytest-benchmark's timings, but benchmarking is "
+                    "disabled. Run without --benchmark-disable / --benchmark-skip.",
+                    pytrace=False,
+                )
+            return
+        bench = stats.as_dict(include_data=False)
+        bench.pop("extra_info", None)
+        self.state.measured.append(baseline.Entry(self.benchmark.fullname, result, bench))
+
+    def _gate(self, result: measure.Measurement, layers: Layers) -> Comparison | None:
+        path = baseline.path_for(self.state.config.baseline_dir, result.arch)
+        try:
+            entries = self.state.baseline_entries(path)
+        except baseline.BaselineError as exc:
+            pytest.fail(f"kernelgate: {exc}", pytrace=False)
+        entry = entries.get(self.benchmark.fullname)
+        if entry is None:
+            self._no_baseline(result, path)
+            return None
+        comparison = compare(entry.measurement, result, self.state.config)
+        self.state.comparisons.append(comparison)
+        if comparison.failed:
+            pytest.fail(failure_message(comparison, dict(layers.types), str(path)), pytrace=False)
+        return comparison
+
+    def _no_baseline(self, result: measure.Measurement, path: Path) -> None:
+        self.state.missing.append(result.benchmark)
+        message = (
+            f"kernelgate: no baseline for {result.benchmark!r} on {result.arch} "
+            f"(looked in {path}). Record one on this machine: "
+            f"pytest benchmarks --kernelgate-save -k '{result.benchmark}' and commit {path.parent}/."
+        )
+        if self.state.config.missing_baseline is MissingBaseline.FAIL:
+            pytest.fail(message, pytrace=False)
+        warnings.warn(message, MissingBaselineWarning, stacklevel=2)
+
+
+def _make_step(torch: Any, net: Any, host_input: Any, device: str) -> Callable[[], None]:
+    gpu = device.startswith("cuda")
+
+    def step() -> None:
+        with torch.profiler.record_function(trace.RANGE_PREFIX + "input"):
+            x = host_input.to(device, non_blocking=True)
+        net(x)
+        if gpu:
+            torch.cuda.synchronize()
+
+    return step
+
+
+def _safe(name: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in name)[:200]

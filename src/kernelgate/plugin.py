@@ -1,0 +1,189 @@
+"""The pytest plugin (entry point ``pytest11: kernelgate``).
+
+Thin and lazy: options, configuration and the session state live here; torch and the work live in
+:mod:`kernelgate.gate`, imported only when a test asks for the ``kernelgate`` fixture.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+from importlib import metadata
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from kernelgate import config as cfg
+from kernelgate.baseline import FILE_NAME
+
+if TYPE_CHECKING:
+    from kernelgate.gate import KernelGate
+    from kernelgate.session import State
+
+STATE_KEY = pytest.StashKey["State"]()
+DEFAULT_STORAGE = "file://./.benchmarks"
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("kernelgate", "kernelgate: per-layer CUDA kernel regression gate")
+    add = group.addoption
+    add("--kernelgate", action="store_true", help="enable kernelgate without a [tool.kernelgate] table")
+    add("--kernelgate-disable", action="store_true", help="turn kernelgate off for this run")
+    add("--kernelgate-save", action="store_true", help="record baselines/<arch>/ instead of comparing")
+    add("--kernelgate-baseline-dir", metavar="DIR", help="baseline folder (default: baselines)")
+    add("--kernelgate-threshold", metavar="PCT", help="layer threshold, e.g. 10%%")
+    add("--kernelgate-kernel-threshold", metavar="PCT", help="kernel threshold, e.g. 25%%")
+    add("--kernelgate-total-threshold", metavar="PCT", help="total GPU time threshold, e.g. 5%%")
+    add("--kernelgate-floor-us", metavar="US", help="absolute floor: smaller changes never fail")
+    add(
+        "--kernelgate-rule",
+        action="append",
+        default=[],
+        metavar="BENCH:NAME=PCT",
+        help="threshold for matching benchmarks/layers/kernels (globs), e.g. 'yolov8n*:model.22*=15%%'",
+    )
+    add("--kernelgate-missing-baseline", choices=["fail", "warn"], help="no baseline for a benchmark: fail or warn")
+    add("--kernelgate-device", choices=["auto", "cpu", "cuda"], default="auto", help="where to run (default auto)")
+    add(
+        "--kernelgate-slow-layer",
+        metavar="MODULE[:N]",
+        help="deliberately run MODULE's forward N extra times (default 1), to check that the gate catches it",
+    )
+    add("--kernelgate-iterations", type=int, metavar="N", help="profiled iterations per benchmark")
+    add("--kernelgate-out", metavar="DIR", default=".kernelgate", help="traces and last results (default .kernelgate)")
+
+
+def _given(config: pytest.Config) -> bool:
+    names = (
+        "kernelgate", "kernelgate_save", "kernelgate_baseline_dir", "kernelgate_threshold",
+        "kernelgate_kernel_threshold", "kernelgate_total_threshold", "kernelgate_floor_us",
+        "kernelgate_rule", "kernelgate_missing_baseline", "kernelgate_slow_layer", "kernelgate_iterations",
+    )
+    return any(config.getoption(n) for n in names)
+
+
+def load_config(config: pytest.Config) -> tuple[cfg.GateConfig, bool]:
+    """``[tool.kernelgate]`` of the rootdir's pyproject.toml, then the command line on top."""
+    gate, found = cfg.load_pyproject(Path(config.rootpath) / "pyproject.toml")
+    opt = config.getoption
+    updates: dict[str, Any] = {}
+    for option, key in (
+        ("kernelgate_threshold", "layer_threshold"),
+        ("kernelgate_kernel_threshold", "kernel_threshold"),
+        ("kernelgate_total_threshold", "total_threshold"),
+    ):
+        if opt(option) is not None:
+            updates[key] = cfg.parse_fraction(opt(option), "--" + option.replace("_", "-"))
+    if opt("kernelgate_floor_us") is not None:
+        updates["floor_us"] = cfg.parse_floor(opt("kernelgate_floor_us"), "--kernelgate-floor-us")
+    if opt("kernelgate_baseline_dir"):
+        updates["baseline_dir"] = Path(opt("kernelgate_baseline_dir")).resolve()
+    if opt("kernelgate_missing_baseline"):
+        updates["missing_baseline"] = cfg.MissingBaseline(opt("kernelgate_missing_baseline"))
+    rules = tuple(cfg.parse_cli_rule(r) for r in opt("kernelgate_rule"))
+    updates["rules"] = gate.rules + rules
+    return dataclasses.replace(gate, **updates), found
+
+
+def _slow_layer(text: str | None) -> tuple[str | None, int]:
+    if not text:
+        return None, 1
+    name, _, runs = text.partition(":")
+    if runs and not (runs.isdigit() and int(runs) > 0):
+        raise pytest.UsageError(f"--kernelgate-slow-layer {text!r}: N must be a whole number above 0, e.g. model.10:2")
+    return name, int(runs or 1)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_configure(config: pytest.Config) -> None:
+    if config.getoption("kernelgate_disable"):
+        return
+    try:
+        gate_config, found = load_config(config)
+    except cfg.ConfigError as exc:
+        raise pytest.UsageError(f"kernelgate: {exc}") from exc
+    if not (found or _given(config)):
+        return
+    from kernelgate.environment import detect_arch_key
+    from kernelgate.session import Options, State
+
+    slow, extra = _slow_layer(config.getoption("kernelgate_slow_layer"))
+    options = Options(
+        save=bool(config.getoption("kernelgate_save")),
+        device=config.getoption("kernelgate_device"),
+        slow_layer=slow,
+        slow_extra_runs=extra,
+        iterations=config.getoption("kernelgate_iterations"),
+        out_dir=Path(config.getoption("kernelgate_out")).resolve(),
+    )
+    arch = detect_arch_key(force_cpu=options.device == "cpu")
+    config.stash[STATE_KEY] = State(config=gate_config, options=options, arch_hint=arch)
+    # pytest-benchmark's own --benchmark-compare/--benchmark-save then use the same folder.
+    if getattr(config.option, "benchmark_storage", None) == DEFAULT_STORAGE:
+        config.option.benchmark_storage = f"file://{gate_config.baseline_dir / arch}"
+
+
+@pytest.fixture
+def kernelgate(request: pytest.FixtureRequest, benchmark: Any) -> KernelGate:
+    """Profile, attribute and gate a model: ``kernelgate.yolo(model="yolov8n", precision="fp16")``."""
+    state = request.config.stash.get(STATE_KEY, None)
+    if state is None:
+        pytest.fail(
+            "kernelgate is not enabled in this run: add a [tool.kernelgate] table to pyproject.toml "
+            "or pass --kernelgate (and drop --kernelgate-disable).",
+            pytrace=False,
+        )
+    from kernelgate.gate import KernelGate
+
+    return KernelGate(state, benchmark, request.node.name)
+
+
+def _write(config: pytest.Config, state: State, path: Path, merge: bool) -> None:
+    from kernelgate import baseline
+
+    entries = list(state.measured)
+    if merge and path.exists():
+        try:
+            entries = baseline.merge(path, entries)
+        except baseline.BaselineError as exc:
+            config.issue_config_time_warning(pytest.PytestWarning(f"kernelgate: replacing unreadable {exc}"), 2)
+    hook = config.hook
+    machine = hook.pytest_benchmark_generate_machine_info(config=config)
+    commit = hook.pytest_benchmark_generate_commit_info(config=config)
+    arch = entries[0].measurement.arch
+    doc = baseline.document(
+        entries,
+        arch=arch,
+        machine_info=machine,
+        commit_info=commit,
+        created=datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        pytest_benchmark_version=metadata.version("pytest-benchmark"),
+    )
+    baseline.write_atomic(path, baseline.dumps(doc))
+    state.written.append(path)
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    state = session.config.stash.get(STATE_KEY, None)
+    if state is None or not state.measured:
+        return
+    arch = state.measured[0].measurement.arch
+    _write(session.config, state, state.options.out_dir / "results" / arch / FILE_NAME, merge=False)
+    if state.options.save:
+        _write(session.config, state, state.config.baseline_dir / arch / FILE_NAME, merge=True)
+
+
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+    state = config.stash.get(STATE_KEY, None)
+    if state is None or not (state.measured or state.missing):
+        return
+    from kernelgate.report import summary_table
+
+    terminalreporter.section("kernelgate")
+    if state.comparisons:
+        terminalreporter.write(summary_table(state.comparisons))
+    for name in state.missing:
+        terminalreporter.write_line(f"no baseline: {name} (record with: pytest benchmarks --kernelgate-save)")
+    for path in state.written:
+        terminalreporter.write_line(f"wrote {path}")

@@ -1,0 +1,87 @@
+"""Profile a step function with torch.profiler, one ``kg/<module path>`` range per module forward.
+
+Forward pre/post hooks open and close ``record_function`` ranges named by ``named_modules()``;
+in eager mode this is what lets every kernel be traced back to its module (``with_modules`` does
+not cover eager launches). The result is a Chrome trace that Perfetto and TensorBoard load.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from kernelgate.trace import RANGE_PREFIX
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """torch.profiler's ``schedule(wait, warmup, active)``: ``active`` steps are recorded."""
+
+    wait: int = 1
+    warmup: int = 2
+    active: int = 20
+
+    @property
+    def steps(self) -> int:
+        return self.wait + self.warmup + self.active
+
+
+@contextmanager
+def module_ranges(model: Any) -> Iterator[None]:
+    """Open a ``kg/<name>`` profiler range around the forward of every named submodule."""
+    import torch
+
+    open_ranges: list[Any] = []
+    handles = []
+
+    def enter(name: str) -> Callable[..., None]:
+        def hook(module: Any, args: Any) -> None:
+            rf = torch.autograd.profiler.record_function(RANGE_PREFIX + name)
+            rf.__enter__()
+            open_ranges.append(rf)
+
+        return hook
+
+    def leave(module: Any, args: Any, output: Any) -> None:
+        if open_ranges:
+            open_ranges.pop().__exit__(None, None, None)
+
+    for name, module in model.named_modules():
+        if not name:
+            continue
+        handles.append(module.register_forward_pre_hook(enter(name)))
+        handles.append(module.register_forward_hook(leave, always_call=True))
+    try:
+        yield
+    finally:
+        for handle in handles:
+            handle.remove()
+        while open_ranges:
+            open_ranges.pop().__exit__(None, None, None)
+
+
+def run(step: Callable[[], None], model: Any, *, gpu: bool, schedule: Schedule, trace_path: Path) -> Path:
+    """Run ``step`` under the profiler for ``schedule.steps`` steps; write the trace to ``trace_path``."""
+    from torch.profiler import ProfilerActivity, profile
+    from torch.profiler import schedule as make_schedule
+
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if gpu else [])
+    trace_path.parent.mkdir(parents=True, exist_ok=True)
+
+    def export(prof: Any) -> None:
+        prof.export_chrome_trace(str(trace_path))
+
+    with module_ranges(model), profile(
+        activities=activities,
+        schedule=make_schedule(wait=schedule.wait, warmup=schedule.warmup, active=schedule.active, repeat=1),
+        on_trace_ready=export,
+    ) as prof:
+        for _ in range(schedule.steps):
+            step()
+            prof.step()
+    if not trace_path.is_file():
+        raise RuntimeError(f"torch.profiler wrote no trace to {trace_path}")
+    return trace_path
