@@ -12,4 +12,7 @@ def test_yolo(kernelgate: Any, yolo_case: tuple[str, str, int, int]) -> None:
     layers = sum(layer.time.median for layer in result.measurement.layers)
     assert result.measurement.layers, "no layer was measured"
     assert result.measurement.total.median > 0
-    assert abs(sum(sum(lay.time.samples) for lay in result.measurement.layers) - sum(result.measurement.total.samples)) < 1e-3 * max(1.0, layers)
+    assert abs(
+        sum(sum(lay.time.samples) for lay in result.measurement.layers)
+        - sum(result.measurement.total.samples)
+    ) < 1e-3 * max(1.0, layers)

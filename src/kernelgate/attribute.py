@@ -20,8 +20,19 @@ from kernelgate.trace import Activity, ParsedTrace, Range
 UNATTRIBUTED = "(unattributed)"
 
 COLUMNS = [
-    "iteration", "layer", "layer_type", "module", "kernel", "kind", "start_us", "dur_us",
-    "grid", "block", "registers", "shared_memory", "occupancy_pct",
+    "iteration",
+    "layer",
+    "layer_type",
+    "module",
+    "kernel",
+    "kind",
+    "start_us",
+    "dur_us",
+    "grid",
+    "block",
+    "registers",
+    "shared_memory",
+    "occupancy_pct",
 ]
 
 
@@ -119,8 +130,14 @@ def _iteration(act: Activity, starts: list[float], steps: list[Range]) -> int | 
 def _row(act: Activity, iteration: int, layer: str, layer_type: str, module: str) -> list[object]:
     facts = act.launch
     return [
-        iteration, layer, layer_type, module, normalize_kernel_name(act.name), act.kind,
-        act.start_us, act.dur_us,
+        iteration,
+        layer,
+        layer_type,
+        module,
+        normalize_kernel_name(act.name),
+        act.kind,
+        act.start_us,
+        act.dur_us,
         "x".join(map(str, facts.grid)) if facts else "",
         "x".join(map(str, facts.block)) if facts else "",
         facts.registers if facts else 0,

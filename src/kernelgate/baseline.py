@@ -43,8 +43,7 @@ def path_for(baseline_dir: Path, arch: str) -> Path:
 
 def _fail(path: Path, what: str) -> BaselineError:
     return BaselineError(
-        f"{path}: {what}. Restore it from git (git checkout -- {path}) or re-record it with "
-        f"'{RECORD_CMD}'."
+        f"{path}: {what}. Restore it from git (git checkout -- {path}) or re-record it with '{RECORD_CMD}'."
     )
 
 

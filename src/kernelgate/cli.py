@@ -55,7 +55,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     cmp = sub.add_parser("compare", help="compare two result files (exit 1 on regression)")
     cmp.add_argument("baseline", help="e.g. baselines/<arch>/0001_kernelgate.json")
     cmp.add_argument("current", help="e.g. .kernelgate/results/<arch>/0001_kernelgate.json")
-    cmp.add_argument("--config", default="pyproject.toml", help="thresholds from this file's [tool.kernelgate]")
+    cmp.add_argument(
+        "--config", default="pyproject.toml", help="thresholds from this file's [tool.kernelgate]"
+    )
     cmp.add_argument("--all", action="store_true", help="also print every layer's delta")
     cmp.set_defaults(run=_compare)
     args = parser.parse_args(argv)

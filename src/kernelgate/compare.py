@@ -126,7 +126,9 @@ def compare(
     def limit(scope: Scope, name: str) -> Threshold:
         return config.threshold(current.arch, current.benchmark, scope, name)
 
-    deltas = [_pair(Scope.TOTAL, "total", "", baseline.total, current.total, limit(Scope.TOTAL, "total"), judge)]
+    deltas = [
+        _pair(Scope.TOTAL, "total", "", baseline.total, current.total, limit(Scope.TOTAL, "total"), judge)
+    ]
     deltas += _matched(
         Scope.LAYER,
         {lay.name: (lay.name, lay.time) for lay in baseline.layers},
@@ -157,5 +159,7 @@ def _matched(
         layer = (cur.get(name) or base[name])[0]
         b = base.get(name)
         c = cur.get(name)
-        out.append(_pair(scope, name, layer, b[1] if b else None, c[1] if c else None, limit(scope, name), judge))
+        out.append(
+            _pair(scope, name, layer, b[1] if b else None, c[1] if c else None, limit(scope, name), judge)
+        )
     return out

@@ -143,7 +143,9 @@ def parse_cli_rule(text: str) -> Rule:
             "e.g. --kernelgate-rule 'yolov8n*:model.22*=15%'."
         )
     bench, _, name = target.partition(":")
-    return Rule(benchmark=bench or "*", name=name or "*", threshold=parse_fraction(value, "--kernelgate-rule"))
+    return Rule(
+        benchmark=bench or "*", name=name or "*", threshold=parse_fraction(value, "--kernelgate-rule")
+    )
 
 
 _SIMPLE_KEYS = {

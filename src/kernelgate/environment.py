@@ -10,6 +10,7 @@ import os
 import platform
 import re
 import sys
+from collections.abc import Callable
 from importlib import metadata
 from types import ModuleType
 from typing import Any
@@ -103,7 +104,7 @@ def gpu_state() -> dict[str, str]:
     if handle is None:
         return {}
     state: dict[str, str] = {}
-    readers = {
+    readers: dict[str, Callable[[], object]] = {
         "driver": lambda: nvml.nvmlSystemGetDriverVersion(),
         "sm_clock_mhz": lambda: nvml.nvmlDeviceGetClockInfo(handle, nvml.NVML_CLOCK_SM),
         "sm_clock_max_mhz": lambda: nvml.nvmlDeviceGetMaxClockInfo(handle, nvml.NVML_CLOCK_SM),

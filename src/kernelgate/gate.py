@@ -35,7 +35,9 @@ def pick_device(requested: str) -> str:
     if torch.cuda.is_available():
         return "cuda"
     if requested == "cuda":
-        raise pytest.UsageError("--kernelgate-device=cuda, but torch sees no CUDA GPU (torch.cuda.is_available() is False)")
+        raise pytest.UsageError(
+            "--kernelgate-device=cuda, but torch sees no CUDA GPU (torch.cuda.is_available() is False)"
+        )
     return "cpu"
 
 
@@ -55,7 +57,9 @@ class KernelGate:
         self.node_name = node_name
         self.device = pick_device(state.options.device)
 
-    def yolo(self, model: str = "yolov8n", precision: str = "fp16", batch: int = 1, imgsz: int = 640) -> Result:
+    def yolo(
+        self, model: str = "yolov8n", precision: str = "fp16", batch: int = 1, imgsz: int = 640
+    ) -> Result:
         spec = YoloSpec(model=model, precision=precision, batch=batch, imgsz=imgsz)
         net, layers = build_yolo(spec, self.device)
         return self.module(net, make_input(spec, self.device), layers, name=spec.id)
@@ -77,7 +81,9 @@ class KernelGate:
         with torch.no_grad():
             for _ in range(3):
                 step()
-            self.benchmark.pedantic(step, rounds=GPU_ROUNDS if gpu else CPU_ROUNDS, warmup_rounds=2, iterations=1)
+            self.benchmark.pedantic(
+                step, rounds=GPU_ROUNDS if gpu else CPU_ROUNDS, warmup_rounds=2, iterations=1
+            )
             schedule = GPU_SCHEDULE if gpu else CPU_SCHEDULE
             if opts.iterations:
                 schedule = profile.Schedule(schedule.wait, schedule.warmup, opts.iterations)
@@ -129,15 +135,15 @@ class KernelGate:
         comparison = compare(entry.measurement, result, self.state.config)
         self.state.comparisons.append(comparison)
         if comparison.failed:
-            pytest.fail(failure_message(comparison, dict(layers.types), str(path)), pytrace=False)
+            pytest.fail(failure_message(comparison, dict(layers.types), shown(path)), pytrace=False)
         return comparison
 
     def _no_baseline(self, result: measure.Measurement, path: Path) -> None:
         self.state.missing.append(result.benchmark)
         message = (
             f"kernelgate: no baseline for {result.benchmark!r} on {result.arch} "
-            f"(looked in {path}). Record one on this machine: "
-            f"pytest benchmarks --kernelgate-save -k '{result.benchmark}' and commit {path.parent}/."
+            f"(looked in {shown(path)}). Record one on this machine: "
+            f"pytest benchmarks --kernelgate-save -k '{result.benchmark}' and commit {shown(path.parent)}/."
         )
         if self.state.config.missing_baseline is MissingBaseline.FAIL:
             pytest.fail(message, pytrace=False)
@@ -155,6 +161,14 @@ def _make_step(torch: Any, net: Any, host_input: Any, device: str) -> Callable[[
             torch.cuda.synchronize()
 
     return step
+
+
+def shown(path: Path) -> str:
+    """``path`` relative to the working directory where it lies below it (shorter messages)."""
+    try:
+        return str(path.resolve().relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)
 
 
 def _safe(name: str) -> str:

@@ -36,7 +36,7 @@ def build_yolo(spec: YoloSpec, device: str) -> tuple[Any, Layers]:
     if spec.precision not in PRECISIONS:
         raise ValueError(f"precision {spec.precision!r}: use one of {PRECISIONS}")
     torch.manual_seed(SEED)
-    model = DetectionModel(f"{spec.model}.yaml", verbose=False).eval()
+    model: Any = DetectionModel(f"{spec.model}.yaml", verbose=False).eval()  # type: ignore[no-untyped-call]
     for param in model.parameters():
         param.requires_grad_(False)
     model = model.to(device)

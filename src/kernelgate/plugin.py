@@ -43,22 +43,44 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         metavar="BENCH:NAME=PCT",
         help="threshold for matching benchmarks/layers/kernels (globs), e.g. 'yolov8n*:model.22*=15%%'",
     )
-    add("--kernelgate-missing-baseline", choices=["fail", "warn"], help="no baseline for a benchmark: fail or warn")
-    add("--kernelgate-device", choices=["auto", "cpu", "cuda"], default="auto", help="where to run (default auto)")
+    add(
+        "--kernelgate-missing-baseline",
+        choices=["fail", "warn"],
+        help="no baseline for a benchmark: fail or warn",
+    )
+    add(
+        "--kernelgate-device",
+        choices=["auto", "cpu", "cuda"],
+        default="auto",
+        help="where to run (default auto)",
+    )
     add(
         "--kernelgate-slow-layer",
         metavar="MODULE[:N]",
         help="deliberately run MODULE's forward N extra times (default 1), to check that the gate catches it",
     )
     add("--kernelgate-iterations", type=int, metavar="N", help="profiled iterations per benchmark")
-    add("--kernelgate-out", metavar="DIR", default=".kernelgate", help="traces and last results (default .kernelgate)")
+    add(
+        "--kernelgate-out",
+        metavar="DIR",
+        default=".kernelgate",
+        help="traces and last results (default .kernelgate)",
+    )
 
 
 def _given(config: pytest.Config) -> bool:
     names = (
-        "kernelgate", "kernelgate_save", "kernelgate_baseline_dir", "kernelgate_threshold",
-        "kernelgate_kernel_threshold", "kernelgate_total_threshold", "kernelgate_floor_us",
-        "kernelgate_rule", "kernelgate_missing_baseline", "kernelgate_slow_layer", "kernelgate_iterations",
+        "kernelgate",
+        "kernelgate_save",
+        "kernelgate_baseline_dir",
+        "kernelgate_threshold",
+        "kernelgate_kernel_threshold",
+        "kernelgate_total_threshold",
+        "kernelgate_floor_us",
+        "kernelgate_rule",
+        "kernelgate_missing_baseline",
+        "kernelgate_slow_layer",
+        "kernelgate_iterations",
     )
     return any(config.getoption(n) for n in names)
 
@@ -91,7 +113,9 @@ def _slow_layer(text: str | None) -> tuple[str | None, int]:
         return None, 1
     name, _, runs = text.partition(":")
     if runs and not (runs.isdigit() and int(runs) > 0):
-        raise pytest.UsageError(f"--kernelgate-slow-layer {text!r}: N must be a whole number above 0, e.g. model.10:2")
+        raise pytest.UsageError(
+            f"--kernelgate-slow-layer {text!r}: N must be a whole number above 0, e.g. model.10:2"
+        )
     return name, int(runs or 1)
 
 
@@ -147,7 +171,9 @@ def _write(config: pytest.Config, state: State, path: Path, merge: bool) -> None
         try:
             entries = baseline.merge(path, entries)
         except baseline.BaselineError as exc:
-            config.issue_config_time_warning(pytest.PytestWarning(f"kernelgate: replacing unreadable {exc}"), 2)
+            config.issue_config_time_warning(
+                pytest.PytestWarning(f"kernelgate: replacing unreadable {exc}"), 2
+            )
     hook = config.hook
     machine = hook.pytest_benchmark_generate_machine_info(config=config)
     commit = hook.pytest_benchmark_generate_commit_info(config=config)

@@ -7,6 +7,7 @@ not cover eager launches). The result is a Chrome trace that Perfetto and Tensor
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -40,7 +41,7 @@ def module_ranges(model: Any) -> Iterator[None]:
     def enter(name: str) -> Callable[..., None]:
         def hook(module: Any, args: Any) -> None:
             rf = torch.autograd.profiler.record_function(RANGE_PREFIX + name)
-            rf.__enter__()
+            rf.__enter__()  # type: ignore[no-untyped-call]
             open_ranges.append(rf)
 
         return hook
@@ -65,16 +66,31 @@ def module_ranges(model: Any) -> Iterator[None]:
 
 def run(step: Callable[[], None], model: Any, *, gpu: bool, schedule: Schedule, trace_path: Path) -> Path:
     """Run ``step`` under the profiler for ``schedule.steps`` steps; write the trace to ``trace_path``."""
-    from torch.profiler import ProfilerActivity, profile
-    from torch.profiler import schedule as make_schedule
+    from torch.profiler import ProfilerActivity
 
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if gpu else [])
     trace_path.parent.mkdir(parents=True, exist_ok=True)
+    trace_path.unlink(missing_ok=True)  # never read a stale trace of an earlier run
 
     def export(prof: Any) -> None:
         prof.export_chrome_trace(str(trace_path))
 
-    with module_ranges(model), profile(
+    with warnings.catch_warnings(), module_ranges(model):
+        # torch warns that a one-cycle schedule drops earlier cycles' events: that is what we want.
+        warnings.filterwarnings("ignore", message=".*Profiler clears events.*")
+        _profile(step, activities, schedule, export)
+    if not trace_path.is_file():
+        raise RuntimeError(f"torch.profiler wrote no trace to {trace_path}")
+    return trace_path
+
+
+def _profile(
+    step: Callable[[], None], activities: list[Any], schedule: Schedule, export: Callable[[Any], None]
+) -> None:
+    from torch.profiler import profile
+    from torch.profiler import schedule as make_schedule
+
+    with profile(
         activities=activities,
         schedule=make_schedule(wait=schedule.wait, warmup=schedule.warmup, active=schedule.active, repeat=1),
         on_trace_ready=export,
@@ -82,6 +98,3 @@ def run(step: Callable[[], None], model: Any, *, gpu: bool, schedule: Schedule, 
         for _ in range(schedule.steps):
             step()
             prof.step()
-    if not trace_path.is_file():
-        raise RuntimeError(f"torch.profiler wrote no trace to {trace_path}")
-    return trace_path

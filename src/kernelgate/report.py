@@ -65,7 +65,9 @@ def failure_message(comparison: Comparison, layer_types: dict[str, str], baselin
         if delta.scope is Scope.TOTAL:
             lines.append("  " + _line(delta, "total GPU time"))
     for delta in layers:
-        lines.append("  " + _line(delta, f"{delta.verdict.value.upper()} {layer_label(delta.name, layer_types)}"))
+        lines.append(
+            "  " + _line(delta, f"{delta.verdict.value.upper()} {layer_label(delta.name, layer_types)}")
+        )
         kernels = [k for k in comparison.kernels_of(delta.name) if k.verdict is not Verdict.UNCHANGED]
         for kernel in (kernels or list(comparison.kernels_of(delta.name)))[:KERNELS_PER_LAYER]:
             lines.append(_kernel_line(kernel))
@@ -74,7 +76,13 @@ def failure_message(comparison: Comparison, layer_types: dict[str, str], baselin
             lines.append("  " + _line(delta, f"{delta.verdict.value.upper()} kernel in {delta.layer}"))
             lines.append(f"      {short(delta.name)}")
     others = {
-        v: len([d for d in comparison.deltas if d.verdict is v and d not in failures and d.scope is not Scope.KERNEL])
+        v: len(
+            [
+                d
+                for d in comparison.deltas
+                if d.verdict is v and d not in failures and d.scope is not Scope.KERNEL
+            ]
+        )
         for v in (Verdict.IMPROVED, Verdict.NEW, Verdict.MISSING)
     }
     extra = ", ".join(f"{n} {v.value}" for v, n in others.items() if n)
@@ -82,7 +90,8 @@ def failure_message(comparison: Comparison, layer_types: dict[str, str], baselin
         lines.append(f"  not failing: {extra} layer(s)")
     lines.append(f"  baseline: {baseline_path}")
     lines.append(
-        f"  if this change is intended, re-record: pytest benchmarks --kernelgate-save -k '{comparison.benchmark}'"
+        "  if this change is intended, re-record: "
+        f"pytest benchmarks --kernelgate-save -k '{comparison.benchmark}'"
     )
     return "\n".join(lines)
 
