@@ -89,18 +89,17 @@ class GateConfig:
 def parse_fraction(value: object, what: str) -> float:
     """``"10%"`` -> 0.10; ``0.1`` -> 0.10. A bare number above 1 is refused as ambiguous."""
     text = str(value).strip()
+    percent = text.endswith("%")
     try:
-        if text.endswith("%"):
-            result = float(text[:-1]) / 100.0
-        else:
-            result = float(text)
-            if result > 1.0:
-                raise ConfigError(
-                    f"{what} = {value!r} is ambiguous: write it as a percentage ('{text}%') "
-                    f"or as a fraction ({result / 100:g})."
-                )
+        number = float(text[:-1] if percent else text)
     except ValueError as exc:
         raise ConfigError(f"{what} = {value!r} is not a percentage; write e.g. '10%' or 0.10.") from exc
+    if not percent and number > 1.0:
+        raise ConfigError(
+            f"{what} = {value!r} is ambiguous: write it as a percentage ('{text}%') "
+            f"or as a fraction ({number / 100:g})."
+        )
+    result = number / 100.0 if percent else number
     if not result > 0.0 or result != result:
         raise ConfigError(f"{what} = {value!r} must be above 0 (e.g. '10%').")
     return result
