@@ -43,7 +43,9 @@ def test_record_pass_and_catch_a_slowed_layer(pytester: pytest.Pytester) -> None
 
     first = run(pytester)
     first.assert_outcomes(failed=1)
-    first.stdout.fnmatch_lines(["*no baseline for 'yolov8n-fp32-bs1-64' on cpu-*pytest benchmarks --kernelgate-save*"])
+    first.stdout.fnmatch_lines(
+        ["*no baseline for 'yolov8n-fp32-bs1-64' on cpu-*pytest benchmarks --kernelgate-save*"]
+    )
 
     record = run(pytester, "--kernelgate-save")
     record.assert_outcomes(passed=1)

@@ -34,8 +34,9 @@ def measured(tmp_path_factory: pytest.TempPathFactory) -> Any:
         profile.run(step, net, gpu=True, schedule=profile.Schedule(1, 2, 10), trace_path=path)
     parsed = trace.parse(path, gpu=True)
     frame = attribute.attribute(parsed, layers)
+    steps = len(parsed.steps)
     m = measure.build(
-        frame, benchmark=spec.id, arch="x", device="cuda", iterations=len(parsed.steps), wall_us=[], environment={}
+        frame, benchmark=spec.id, arch="x", device="cuda", iterations=steps, wall_us=[], environment={}
     )
     return parsed, (frame, m)
 

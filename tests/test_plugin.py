@@ -53,10 +53,10 @@ def test_option_enables_and_disable_wins(pytester: pytest.Pytester) -> None:
             assert (state is None) == bool(expected)
         """
     )
-    pytester.runpytest_subprocess("-p", "no:cacheprovider", "--kernelgate").assert_outcomes(passed=1)
-    pytester.runpytest_subprocess("-p", "no:cacheprovider", "--kernelgate", "--kernelgate-disable").assert_outcomes(
-        passed=1
-    )
+    enabled = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--kernelgate")
+    enabled.assert_outcomes(passed=1)
+    disabled = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--kernelgate", "--kernelgate-disable")
+    disabled.assert_outcomes(passed=1)
 
 
 def test_fixture_explains_how_to_enable(pytester: pytest.Pytester) -> None:
