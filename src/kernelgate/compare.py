@@ -47,6 +47,8 @@ class Delta:
     current_us: float | None
     threshold: Threshold
     verdict: Verdict
+    baseline_calls: float | None = None
+    current_calls: float | None = None
 
     @property
     def delta_us(self) -> float:
@@ -99,6 +101,7 @@ def _pair(
     cur: Dist | None,
     threshold: Threshold,
     judge: Judge,
+    calls: tuple[float | None, float | None] = (None, None),
 ) -> Delta:
     if base is None:
         verdict = Verdict.NEW
@@ -114,6 +117,8 @@ def _pair(
         current_us=cur.median if cur is not None else None,
         threshold=threshold,
         verdict=verdict,
+        baseline_calls=calls[0],
+        current_calls=calls[1],
     )
 
 
@@ -131,15 +136,15 @@ def compare(
     ]
     deltas += _matched(
         Scope.LAYER,
-        {lay.name: (lay.name, lay.time) for lay in baseline.layers},
-        {lay.name: (lay.name, lay.time) for lay in current.layers},
+        {lay.name: (lay.name, lay.time, None) for lay in baseline.layers},
+        {lay.name: (lay.name, lay.time, None) for lay in current.layers},
         limit,
         judge,
     )
     deltas += _matched(
         Scope.KERNEL,
-        {k.key: (k.layer, k.time) for k in baseline.kernels},
-        {k.key: (k.layer, k.time) for k in current.kernels},
+        {k.key: (k.layer, k.time, k.calls) for k in baseline.kernels},
+        {k.key: (k.layer, k.time, k.calls) for k in current.kernels},
         limit,
         judge,
     )
@@ -148,8 +153,8 @@ def compare(
 
 def _matched(
     scope: Scope,
-    base: dict[str, tuple[str, Dist]],
-    cur: dict[str, tuple[str, Dist]],
+    base: dict[str, tuple[str, Dist, float | None]],
+    cur: dict[str, tuple[str, Dist, float | None]],
     limit: Callable[[Scope, str], Threshold],
     judge: Judge,
 ) -> list[Delta]:
@@ -159,7 +164,10 @@ def _matched(
         layer = (cur.get(name) or base[name])[0]
         b = base.get(name)
         c = cur.get(name)
+        calls = (b[2] if b else None, c[2] if c else None)
         out.append(
-            _pair(scope, name, layer, b[1] if b else None, c[1] if c else None, limit(scope, name), judge)
+            _pair(
+                scope, name, layer, b[1] if b else None, c[1] if c else None, limit(scope, name), judge, calls
+            )
         )
     return out

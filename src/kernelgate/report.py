@@ -44,8 +44,16 @@ def _kernel_line(delta: Delta) -> str:
     elif delta.verdict is Verdict.MISSING:
         change = f"gone, was {us(delta.baseline_us)}"
     else:
-        change = f"{us(delta.baseline_us)} -> {us(delta.current_us)} ({pct(delta.delta_pct)})"
+        change = f"{us(delta.baseline_us)} -> {us(delta.current_us)} ({pct(delta.delta_pct)}{_calls(delta)})"
     return f"      {change}  {short(delta.name)}"
+
+
+def _calls(delta: Delta) -> str:
+    """A hint when the kernel ran more or fewer times per iteration."""
+    before, after = delta.baseline_calls, delta.current_calls
+    if before is None or after is None or before == after:
+        return ""
+    return f", launches/iter {before:g} -> {after:g}"
 
 
 def layer_label(layer: str, types: dict[str, str]) -> str:
@@ -98,7 +106,7 @@ def failure_message(comparison: Comparison, layer_types: dict[str, str], baselin
 
 def summary_table(comparisons: Sequence[Comparison], width: int = 120) -> str:
     """A short table of what failed, or one line per benchmark when all passed."""
-    table = Table(title="kernelgate", title_justify="left", show_lines=False)
+    table = Table(show_lines=False)
     for column, justify in (
         ("benchmark", "left"),
         ("what", "left"),

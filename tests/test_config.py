@@ -1,0 +1,284 @@
+"""Gate configuration: value parsing, [tool.kernelgate] tables, threshold rules, pyproject loading."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from kernelgate.config import (
+    ConfigError,
+    GateConfig,
+    MissingBaseline,
+    Rule,
+    Scope,
+    Threshold,
+    from_table,
+    load_pyproject,
+    parse_cli_rule,
+    parse_floor,
+    parse_fraction,
+)
+
+ROOT = Path("/repo")
+
+
+# --- parse_fraction / parse_floor ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [("10%", 0.10), ("10 %", 0.10), (" 2.5% ", 0.025), ("150%", 1.5), (0.1, 0.1), ("0.25", 0.25), (1, 1.0)],
+)
+def test_parse_fraction_accepts_percentages_and_fractions(value: object, expected: float) -> None:
+    assert parse_fraction(value, "layer_threshold") == pytest.approx(expected)
+
+
+def test_parse_fraction_refuses_a_bare_number_above_one_as_ambiguous() -> None:
+    with pytest.raises(ConfigError) as info:
+        parse_fraction("5", "layer_threshold")
+    message = str(info.value)
+    assert "layer_threshold = '5'" in message
+    assert "ambiguous" in message
+    assert "'5%'" in message
+    assert "0.05" in message
+
+
+@pytest.mark.parametrize(
+    ("value", "says"),
+    [
+        ("-1", "must be above 0"),
+        ("0", "must be above 0"),
+        ("0%", "must be above 0"),
+        ("-5%", "must be above 0"),
+        ("nan", "must be above 0"),
+        ("abc", "is not a percentage"),
+        ("", "is not a percentage"),
+        ("ten%", "is not a percentage"),
+    ],
+)
+def test_parse_fraction_refuses_non_positive_and_non_numbers(value: str, says: str) -> None:
+    with pytest.raises(ConfigError, match=says) as info:
+        parse_fraction(value, "kernel_threshold")
+    assert str(info.value).startswith(f"kernel_threshold = {value!r}")
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"), [(5, 5.0), ("5", 5.0), ("2.5us", 2.5), ("2.5µs", 2.5), (" 7 ", 7.0), (0, 0.0)]
+)
+def test_parse_floor(value: object, expected: float) -> None:
+    assert parse_floor(value, "floor_us") == expected
+
+
+@pytest.mark.parametrize(("value", "says"), [("-1", "0 or more"), ("nan", "0 or more"), ("abc", "not a number")])
+def test_parse_floor_refuses(value: str, says: str) -> None:
+    with pytest.raises(ConfigError, match=says):
+        parse_floor(value, "floor_us")
+
+
+# --- from_table -----------------------------------------------------------------------------------
+
+
+def test_from_table_reads_every_key() -> None:
+    cfg = from_table(
+        {
+            "layer_threshold": "15%",
+            "kernel_threshold": 0.3,
+            "total_threshold": "2%",
+            "floor_us": 10,
+            "baseline_dir": "perf/baselines",
+            "missing_baseline": "warn",
+            "fail_on_new": True,
+            "fail_on_missing": True,
+            "rules": [{"arch": "cpu-*", "threshold": "50%", "floor_us": 500.0}],
+        },
+        "pyproject.toml: [tool.kernelgate]",
+        ROOT,
+    )
+    assert cfg == GateConfig(
+        layer_threshold=0.15,
+        kernel_threshold=0.3,
+        total_threshold=0.02,
+        floor_us=10.0,
+        rules=(Rule(arch="cpu-*", threshold=0.5, floor_us=500.0),),
+        baseline_dir=ROOT / "perf/baselines",
+        missing_baseline=MissingBaseline.WARN,
+        fail_on_new=True,
+        fail_on_missing=True,
+    )
+
+
+def test_from_table_defaults_put_baselines_next_to_pyproject() -> None:
+    cfg = from_table({}, "t", ROOT)
+    assert cfg == GateConfig(baseline_dir=ROOT / "baselines")
+    assert (cfg.layer_threshold, cfg.kernel_threshold, cfg.total_threshold, cfg.floor_us) == (
+        0.10,
+        0.25,
+        0.05,
+        5.0,
+    )
+
+
+def test_from_table_refuses_unknown_keys_and_names_them() -> None:
+    with pytest.raises(ConfigError) as info:
+        from_table({"layer_treshold": "10%", "floor": 5}, "pyproject.toml: [tool.kernelgate]", ROOT)
+    message = str(info.value)
+    assert message.startswith("pyproject.toml: [tool.kernelgate]: unknown key(s) ['floor', 'layer_treshold']")
+    assert "'layer_threshold'" in message  # the known keys are listed
+
+
+@pytest.mark.parametrize(
+    ("table", "says"),
+    [
+        ({"layer_threshold": "5"}, r"t\.layer_threshold = '5' is ambiguous"),
+        ({"floor_us": -2}, r"t\.floor_us = -2 must be 0 or more"),
+        ({"fail_on_new": "yes"}, r"t\.fail_on_new = 'yes' must be true or false"),
+        ({"missing_baseline": "skip"}, r"t\.missing_baseline = 'skip'; use 'fail' or 'warn'"),
+        ({"rules": {"arch": "*"}}, r"t\.rules must be an array of tables"),
+        ({"rules": [{"arch": "*", "treshold": "5%"}]}, r"t\.rules\[0\]: unknown key\(s\) \['treshold'\]"),
+        ({"rules": [{}, {"scope": "layers"}]}, r"t\.rules\[1\]: scope = 'layers'"),
+        ({"rules": [{"threshold": "0%"}]}, r"t\.rules\[0\]\.threshold = '0%' must be above 0"),
+    ],
+)
+def test_from_table_refuses_bad_values(table: dict[str, object], says: str) -> None:
+    with pytest.raises(ConfigError, match=says):
+        from_table(table, "t", ROOT)
+
+
+# --- rules and GateConfig.threshold -------------------------------------------------------------
+
+
+def test_threshold_without_rules_is_the_scope_default() -> None:
+    cfg = GateConfig(layer_threshold=0.1, kernel_threshold=0.25, total_threshold=0.05, floor_us=5.0)
+    assert cfg.threshold("sm90", "b", Scope.TOTAL, "total") == Threshold(0.05, 5.0)
+    assert cfg.threshold("sm90", "b", Scope.LAYER, "model.0") == Threshold(0.1, 5.0)
+    assert cfg.threshold("sm90", "b", Scope.KERNEL, "model.0.conv :: k") == Threshold(0.25, 5.0)
+
+
+def test_threshold_last_matching_rule_wins() -> None:
+    cfg = GateConfig(
+        rules=(
+            Rule(name="model.*", threshold=0.2),
+            Rule(name="model.22*", threshold=0.3),
+            Rule(name="model.2*", threshold=0.4),
+        )
+    )
+    assert cfg.threshold("a", "b", Scope.LAYER, "model.22").rel == 0.4
+    assert cfg.threshold("a", "b", Scope.LAYER, "model.5").rel == 0.2
+    assert cfg.threshold("a", "b", Scope.LAYER, "input").rel == 0.1
+
+
+def test_threshold_rules_override_rel_and_floor_separately() -> None:
+    cfg = GateConfig(rules=(Rule(threshold=0.5, floor_us=100.0), Rule(floor_us=20.0)))
+    assert cfg.threshold("a", "b", Scope.LAYER, "model.0") == Threshold(rel=0.5, floor_us=20.0)
+
+
+@pytest.mark.parametrize(
+    ("rule", "arch", "bench", "scope", "name", "matches"),
+    [
+        (Rule(arch="cpu-*"), "cpu-x86-64-amd-epyc", "b", Scope.LAYER, "model.0", True),
+        (Rule(arch="cpu-*"), "sm90-nvidia-h200", "b", Scope.LAYER, "model.0", False),
+        (Rule(benchmark="yolov8n*"), "a", "yolov8n-fp16-bs1-640", Scope.TOTAL, "total", True),
+        (Rule(benchmark="yolov8n*"), "a", "yolo11n-fp16-bs1-640", Scope.TOTAL, "total", False),
+        (Rule(scope="kernel"), "a", "b", Scope.KERNEL, "model.0.conv :: k", True),
+        (Rule(scope="kernel"), "a", "b", Scope.LAYER, "model.0", False),
+        (Rule(name="model.22*"), "a", "b", Scope.KERNEL, "model.22.cv2.0.0.conv :: k", True),
+        (Rule(name="model.2"), "a", "b", Scope.LAYER, "model.22", False),
+        (Rule(name="Model.2"), "a", "b", Scope.LAYER, "model.2", False),  # case-sensitive
+    ],
+)
+def test_rule_globs(rule: Rule, arch: str, bench: str, scope: Scope, name: str, matches: bool) -> None:
+    assert rule.matches(arch, bench, scope, name) is matches
+    cfg = GateConfig(rules=(replace(rule, threshold=0.9),))
+    assert (cfg.threshold(arch, bench, scope, name).rel == 0.9) is matches
+
+
+def test_a_rule_applies_only_when_every_field_matches() -> None:
+    cfg = GateConfig(rules=(Rule(arch="sm90-*", benchmark="yolov8n*", scope="layer", name="model.9", threshold=0.3),))
+    assert cfg.threshold("sm90-nvidia-h200", "yolov8n-fp32", Scope.LAYER, "model.9").rel == 0.3
+    assert cfg.threshold("sm80-nvidia-a100", "yolov8n-fp32", Scope.LAYER, "model.9").rel == 0.1
+    assert cfg.threshold("sm90-nvidia-h200", "yolo11n-fp32", Scope.LAYER, "model.9").rel == 0.1
+    assert cfg.threshold("sm90-nvidia-h200", "yolov8n-fp32", Scope.KERNEL, "model.9").rel == 0.25
+
+
+# --- parse_cli_rule --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "rule"),
+    [
+        ("yolov8n*:model.22*=15%", Rule(benchmark="yolov8n*", name="model.22*", threshold=0.15)),
+        (":model.1=0.2", Rule(benchmark="*", name="model.1", threshold=0.2)),
+        ("yolo11n*=30%", Rule(benchmark="yolo11n*", name="*", threshold=0.3)),
+        ("yolo11n*:=30%", Rule(benchmark="yolo11n*", name="*", threshold=0.3)),
+    ],
+)
+def test_parse_cli_rule(text: str, rule: Rule) -> None:
+    parsed = parse_cli_rule(text)
+    assert parsed == rule
+    assert (parsed.arch, parsed.scope, parsed.floor_us) == ("*", "*", None)
+
+
+@pytest.mark.parametrize("text", ["model.22*", "=15%", ""])
+def test_parse_cli_rule_refuses_text_without_target_or_value(text: str) -> None:
+    with pytest.raises(ConfigError, match=r"expected BENCHMARK_GLOB:NAME_GLOB=THRESHOLD"):
+        parse_cli_rule(text)
+
+
+def test_parse_cli_rule_refuses_an_ambiguous_threshold() -> None:
+    with pytest.raises(ConfigError, match=r"--kernelgate-rule = '15' is ambiguous"):
+        parse_cli_rule("yolov8n*:model.22*=15")
+
+
+# --- load_pyproject ---------------------------------------------------------------------------------
+
+
+def test_load_pyproject_missing_file(tmp_path: Path) -> None:
+    cfg, found = load_pyproject(tmp_path / "pyproject.toml")
+    assert found is False
+    assert cfg == GateConfig(baseline_dir=tmp_path / "baselines")
+
+
+def test_load_pyproject_without_table(tmp_path: Path) -> None:
+    path = tmp_path / "pyproject.toml"
+    path.write_text('[project]\nname = "x"\n\n[tool.ruff]\nline-length = 110\n', encoding="utf-8")
+    cfg, found = load_pyproject(path)
+    assert found is False
+    assert cfg == GateConfig(baseline_dir=tmp_path / "baselines")
+
+
+def test_load_pyproject_with_table(tmp_path: Path) -> None:
+    path = tmp_path / "pyproject.toml"
+    path.write_text(
+        '[tool.kernelgate]\nlayer_threshold = "12%"\nbaseline_dir = "perf"\n\n'
+        '[[tool.kernelgate.rules]]\narch = "cpu-*"\nthreshold = "50%"\n',
+        encoding="utf-8",
+    )
+    cfg, found = load_pyproject(path)
+    assert found is True
+    assert cfg.layer_threshold == 0.12
+    assert cfg.baseline_dir == tmp_path / "perf"
+    assert cfg.rules == (Rule(arch="cpu-*", threshold=0.5),)
+
+
+def test_load_pyproject_invalid_toml_names_the_file(tmp_path: Path) -> None:
+    path = tmp_path / "pyproject.toml"
+    path.write_text('[tool.kernelgate\nlayer_threshold = "10%"\n', encoding="utf-8")
+    with pytest.raises(ConfigError, match="not valid TOML") as info:
+        load_pyproject(path)
+    assert str(info.value).startswith(f"{path}: ")
+
+
+def test_load_pyproject_bad_value_names_the_file_and_table(tmp_path: Path) -> None:
+    path = tmp_path / "pyproject.toml"
+    path.write_text('[tool.kernelgate]\nlayer_threshold = "10"\n', encoding="utf-8")
+    with pytest.raises(ConfigError) as info:
+        load_pyproject(path)
+    assert str(info.value).startswith(f"{path}: [tool.kernelgate].layer_threshold = '10' is ambiguous")
+
+
+def test_the_repository_pyproject_is_a_valid_config() -> None:
+    cfg, found = load_pyproject(Path(__file__).resolve().parents[1] / "pyproject.toml")
+    assert found is True
+    assert isinstance(cfg, GateConfig)

@@ -1,0 +1,70 @@
+"""Golden output of the reports, fed by real H200 results checked in under tests/data/.
+
+The baseline is yolov8n fp16 from the committed H200 baseline; the current run is the same
+benchmark measured in another process with ``--kernelgate-slow-layer model.2`` (2026-11-21).
+Regenerate after an intended change with ``KERNELGATE_UPDATE_GOLDEN=1 pytest tests/test_report_golden.py``.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from kernelgate import baseline, report
+from kernelgate.compare import Comparison, Verdict, compare
+from kernelgate.config import GateConfig, Scope
+
+DATA = Path(__file__).parent / "data"
+GOLDEN = DATA / "golden"
+
+
+def check(name: str, text: str) -> None:
+    path = GOLDEN / name
+    if os.environ.get("KERNELGATE_UPDATE_GOLDEN") == "1":
+        path.write_text(text, encoding="utf-8")
+    assert text == path.read_text(encoding="utf-8")
+
+
+def load(name: str) -> baseline.Entry:
+    (entry,) = baseline.load(DATA / name).values()
+    return entry
+
+
+@pytest.fixture(scope="module")
+def slowed() -> tuple[Comparison, dict[str, str]]:
+    base, cur = load("h200-yolov8n-fp16-baseline.json"), load("h200-yolov8n-fp16-model2-slowed.json")
+    comparison = compare(base.measurement, cur.measurement, GateConfig())
+    return comparison, {lay.name: lay.type for lay in cur.measurement.layers}
+
+
+def test_the_real_regression_is_model_2_only(slowed: tuple[Comparison, dict[str, str]]) -> None:
+    comparison, _ = slowed
+    regressed = [d.name for d in comparison.of(Scope.LAYER, Verdict.REGRESSED)]
+    assert regressed == ["model.2"]
+    assert {d.layer for d in comparison.of(Scope.KERNEL, Verdict.REGRESSED)} == {"model.2"}
+    assert comparison.failed
+
+
+def test_failure_message_golden(slowed: tuple[Comparison, dict[str, str]]) -> None:
+    comparison, types = slowed
+    text = report.failure_message(comparison, types, "baselines/sm90-nvidia-h200/0001_kernelgate.json")
+    check("failure_message.txt", text + "\n")
+
+
+def test_terminal_summary_golden(slowed: tuple[Comparison, dict[str, str]]) -> None:
+    comparison, _ = slowed
+    check("terminal_summary.txt", report.summary_table([comparison]))
+
+
+def test_layer_table_golden(slowed: tuple[Comparison, dict[str, str]]) -> None:
+    comparison, types = slowed
+    check("layer_table.txt", report.layer_table(comparison, types))
+
+
+def test_a_passing_run_summarises_the_total() -> None:
+    base = load("h200-yolov8n-fp16-baseline.json")
+    comparison = compare(base.measurement, base.measurement, GateConfig())
+    assert not comparison.failed
+    check("terminal_summary_pass.txt", report.summary_table([comparison]))
