@@ -122,6 +122,21 @@ def gpu_state() -> dict[str, str]:
     return state
 
 
+# Environment variables known to change kernel choice, launch cost or load time.
+SPEED_VARIABLES = (
+    "CUBLAS_WORKSPACE_CONFIG",
+    "CUDA_LAUNCH_BLOCKING",
+    "CUDA_MODULE_LOADING",
+    "CUDA_CACHE_DISABLE",
+    "CUDA_CACHE_MAXSIZE",
+    "CUDA_CACHE_PATH",
+    "CUDA_FORCE_PTX_JIT",
+    "CUDA_VISIBLE_DEVICES",
+    "OMP_NUM_THREADS",
+    "TORCH_CUDNN_V8_API_DISABLED",
+)
+
+
 def collect(torch: ModuleType, device: str) -> dict[str, str]:
     """Everything that can explain a timing change: versions, device, and its state now."""
     env = {
@@ -135,6 +150,7 @@ def collect(torch: ModuleType, device: str) -> dict[str, str]:
         "cpu": cpu_model(),
         "torch_threads": str(torch.get_num_threads()),
     }
+    env.update({f"env.{name}": os.environ[name] for name in SPEED_VARIABLES if name in os.environ})
     if device.startswith("cuda"):
         major, minor = torch.cuda.get_device_capability(device)
         env.update(

@@ -30,6 +30,11 @@ class YoloSpec:
 
 def build_yolo(spec: YoloSpec, device: str) -> tuple[Any, Layers]:
     """A detection model from ``<model>.yaml`` in eval mode on ``device``, with seeded random weights."""
+    import os
+
+    # ultralytics resolves public DNS names at import to decide whether it is online; a CI gate
+    # needs no network, so say so unless the user decided otherwise.
+    os.environ.setdefault("YOLO_OFFLINE", "1")
     import torch
     from ultralytics.nn.tasks import DetectionModel
 
