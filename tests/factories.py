@@ -34,7 +34,9 @@ def layer_of(module: str) -> str:
     return ".".join(module.split(".")[:2])
 
 
-def kernel(key: str, samples: Samples, calls: float = 1.0, launch: Mapping[str, Any] | None = None) -> KernelStat:
+def kernel(
+    key: str, samples: Samples, calls: float = 1.0, launch: Mapping[str, Any] | None = None
+) -> KernelStat:
     module, name = key.split(" :: ")
     return KernelStat(layer_of(module), module, name, dist(samples), calls, dict(launch or {}))
 
@@ -122,10 +124,20 @@ def step(n: int, ts: float, end: float, tid: int = CPU_TID) -> dict[str, Any]:
 
 
 def module_range(module: str, ts: float, end: float, tid: int = CPU_TID) -> dict[str, Any]:
-    return {"ph": "X", "cat": "user_annotation", "name": f"kg/{module}", "pid": 1, "tid": tid, "ts": ts, "dur": end - ts}
+    return {
+        "ph": "X",
+        "cat": "user_annotation",
+        "name": f"kg/{module}",
+        "pid": 1,
+        "tid": tid,
+        "ts": ts,
+        "dur": end - ts,
+    }
 
 
-def runtime(correlation: int, ts: float, tid: int = CPU_TID, name: str = "cudaLaunchKernel") -> dict[str, Any]:
+def runtime(
+    correlation: int, ts: float, tid: int = CPU_TID, name: str = "cudaLaunchKernel"
+) -> dict[str, Any]:
     return {
         "ph": "X",
         "cat": "cuda_runtime",
@@ -149,7 +161,16 @@ def gpu(
         "occupancy": "est. achieved occupancy %",
     }
     args.update({renamed.get(k, k): v for k, v in facts.items()})
-    return {"ph": "X", "cat": cat, "name": name, "pid": 0, "tid": STREAM_TID, "ts": ts, "dur": dur, "args": args}
+    return {
+        "ph": "X",
+        "cat": cat,
+        "name": name,
+        "pid": 0,
+        "tid": STREAM_TID,
+        "ts": ts,
+        "dur": dur,
+        "args": args,
+    }
 
 
 def launched(

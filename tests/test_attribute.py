@@ -14,6 +14,10 @@ from kernelgate.attribute import UNATTRIBUTED, Layers
 
 REAL_TRACE = Path(__file__).parent / "data" / "yolov8n-fp16-h200-2steps.trace.json.gz"
 YOLO_LAYERS = Layers({f"model.{i}": "" for i in range(23)})
+LAMBDA = (
+    "at::native::gpu_kernel_impl<at::native::AddFunctor<float>>"
+    "(at::TensorIteratorBase&, at::native::AddFunctor<float> const&)::{lambda(int)#1}"
+)
 
 
 def attributed(events: list[dict[str, Any]], layers: Layers = YOLO_LAYERS) -> pd.DataFrame:
@@ -34,21 +38,24 @@ def where(frame: pd.DataFrame) -> dict[str, tuple[int, str, str]]:
     ("raw", "normalized"),
     [
         ("void foo<int>(float*, int)", "foo<int>"),
-        ("void  cudnn::bn_fw_inf_1C11_kernel_NCHW<__half, float, true, 1>(float, float, cudnnTensorStruct)",
-         "cudnn::bn_fw_inf_1C11_kernel_NCHW<__half, float, true, 1>"),
-        ("void\n  gemm<\n 64,  128>(int)", "gemm< 64, 128>"),
-        ("  sm90_xmma_gemm_f16f16_f16f32_f32_tn_n_tilesize64x64x64_cublas  ",
-         "sm90_xmma_gemm_f16f16_f16f32_f32_tn_n_tilesize64x64x64_cublas"),
         (
-            "void at::native::elementwise_kernel<128, 4, at::native::gpu_kernel_impl<at::native::AddFunctor<float>>"
-            "(at::TensorIteratorBase&, at::native::AddFunctor<float> const&)::{lambda(int)#1}>"
-            "(int, at::native::gpu_kernel_impl<at::native::AddFunctor<float>>(at::TensorIteratorBase&, "
-            "at::native::AddFunctor<float> const&)::{lambda(int)#1})",
-            "at::native::elementwise_kernel<128, 4, at::native::gpu_kernel_impl<at::native::AddFunctor<float>>"
-            "(at::TensorIteratorBase&, at::native::AddFunctor<float> const&)::{lambda(int)#1}>",
+            "void  cudnn::bn_fw_inf_1C11_kernel_NCHW<__half, float, true, 1>(float, float, cudnnTensor)",
+            "cudnn::bn_fw_inf_1C11_kernel_NCHW<__half, float, true, 1>",
         ),
-        ("void (anonymous namespace)::softmax_warp_forward<float, 8>(float*, int)",
-         "(anonymous namespace)::softmax_warp_forward<float, 8>"),
+        ("void\n  gemm<\n 64,  128>(int)", "gemm< 64, 128>"),
+        (
+            "  sm90_xmma_gemm_f16f16_f16f32_f32_tn_n_tilesize64x64x64_cublas  ",
+            "sm90_xmma_gemm_f16f16_f16f32_f32_tn_n_tilesize64x64x64_cublas",
+        ),
+        # a lambda in the template arguments has a parameter list of its own: only the last one goes
+        (
+            f"void at::native::elementwise_kernel<128, 4, {LAMBDA}>(int, {LAMBDA})",
+            f"at::native::elementwise_kernel<128, 4, {LAMBDA}>",
+        ),
+        (
+            "void (anonymous namespace)::softmax_warp_forward<float, 8>(float*, int)",
+            "(anonymous namespace)::softmax_warp_forward<float, 8>",
+        ),
         ("Memcpy HtoD (Pageable -> Device)", "Memcpy HtoD"),
         ("Memset (Device)", "Memset"),
         ("triton_poi_fused_add_0", "triton_poi_fused_add"),
@@ -115,12 +122,19 @@ def test_a_kernel_launched_in_a_step_outside_module_ranges_is_unattributed() -> 
         *launched("after", 2, 25.0, 26.0, 1.0),
     ]
     frame = attributed(events)
-    assert where(frame) == {"before": (0, UNATTRIBUTED, UNATTRIBUTED), "after": (0, UNATTRIBUTED, UNATTRIBUTED)}
+    assert where(frame) == {
+        "before": (0, UNATTRIBUTED, UNATTRIBUTED),
+        "after": (0, UNATTRIBUTED, UNATTRIBUTED),
+    }
     assert set(frame["layer_type"]) == {""}
 
 
 def test_a_range_on_another_thread_does_not_claim_a_kernel() -> None:
-    events = [step(1, 0.0, 100.0), module_range("model.0", 10.0, 20.0, tid=202), *launched("k", 1, 15.0, 16.0, 1.0)]
+    events = [
+        step(1, 0.0, 100.0),
+        module_range("model.0", 10.0, 20.0, tid=202),
+        *launched("k", 1, 15.0, 16.0, 1.0),
+    ]
     assert where(attributed(events)) == {"k": (0, UNATTRIBUTED, UNATTRIBUTED)}
 
 
@@ -146,7 +160,10 @@ def test_the_iteration_is_the_step_of_the_launch_not_of_the_execution() -> None:
         module_range("model.0", 101.0, 110.0),
         *launched("early", 2, 105.0, 151.0, 1.0),
     ]
-    assert where(attributed(events)) == {"late": (0, "model.22", "model.22"), "early": (1, "model.0", "model.0")}
+    assert where(attributed(events)) == {
+        "late": (0, "model.22", "model.22"),
+        "early": (1, "model.0", "model.0"),
+    }
 
 
 def test_an_unlinked_kernel_is_placed_in_a_step_by_its_own_start_and_unattributed() -> None:
@@ -162,8 +179,16 @@ def test_rows_carry_names_types_kinds_times_and_launch_facts() -> None:
         step(1, 0.0, 100.0),
         module_range("model.0.conv", 1.0, 50.0),
         *launched(
-            "void conv<3>(float*)", 1, 2.0, 10.0, 4.5,
-            grid=[80, 1, 1], block=[128, 2, 1], registers=64, shared_memory=2048, occupancy=50.0,
+            "void conv<3>(float*)",
+            1,
+            2.0,
+            10.0,
+            4.5,
+            grid=[80, 1, 1],
+            block=[128, 2, 1],
+            registers=64,
+            shared_memory=2048,
+            occupancy=50.0,
         ),
         *launched("Memcpy DtoD (Device -> Device)", 2, 3.0, 15.0, 1.5, cat="gpu_memcpy"),
     ]
@@ -171,14 +196,34 @@ def test_rows_carry_names_types_kinds_times_and_launch_facts() -> None:
     assert list(frame.columns) == attribute.COLUMNS
     assert frame.to_dict("records") == [
         {
-            "iteration": 0, "layer": "model.0", "layer_type": "Conv", "module": "model.0.conv",
-            "kernel": "conv<3>", "kind": "kernel", "start_us": 10.0, "dur_us": 4.5, "grid": "80x1x1",
-            "block": "128x2x1", "registers": 64, "shared_memory": 2048, "occupancy_pct": 50.0,
+            "iteration": 0,
+            "layer": "model.0",
+            "layer_type": "Conv",
+            "module": "model.0.conv",
+            "kernel": "conv<3>",
+            "kind": "kernel",
+            "start_us": 10.0,
+            "dur_us": 4.5,
+            "grid": "80x1x1",
+            "block": "128x2x1",
+            "registers": 64,
+            "shared_memory": 2048,
+            "occupancy_pct": 50.0,
         },
         {
-            "iteration": 0, "layer": "model.0", "layer_type": "Conv", "module": "model.0.conv",
-            "kernel": "Memcpy DtoD", "kind": "memcpy", "start_us": 15.0, "dur_us": 1.5, "grid": "",
-            "block": "", "registers": 0, "shared_memory": 0, "occupancy_pct": 0.0,
+            "iteration": 0,
+            "layer": "model.0",
+            "layer_type": "Conv",
+            "module": "model.0.conv",
+            "kernel": "Memcpy DtoD",
+            "kind": "memcpy",
+            "start_us": 15.0,
+            "dur_us": 1.5,
+            "grid": "",
+            "block": "",
+            "registers": 0,
+            "shared_memory": 0,
+            "occupancy_pct": 0.0,
         },
     ]
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 from factories import ARCH, BENCHMARK, dist, measurement
 
@@ -141,8 +143,12 @@ def test_a_total_regression_alone_fails() -> None:
 
 @pytest.fixture
 def changed_model() -> tuple[Measurement, Measurement]:
-    base = measurement({"model.0": 100.0, "model.1": 50.0}, {"model.0.conv :: gemm": 100.0, "model.1 :: old": 50.0})
-    cur = measurement({"model.0": 100.0, "model.2": 50.0}, {"model.0.conv :: gemm": 100.0, "model.2 :: new": 50.0})
+    base = measurement(
+        {"model.0": 100.0, "model.1": 50.0}, {"model.0.conv :: gemm": 100.0, "model.1 :: old": 50.0}
+    )
+    cur = measurement(
+        {"model.0": 100.0, "model.2": 50.0}, {"model.0.conv :: gemm": 100.0, "model.2 :: new": 50.0}
+    )
     return base, cur
 
 
@@ -161,7 +167,12 @@ def test_new_and_missing_are_reported(changed_model: tuple[Measurement, Measurem
     }
     new, missing = result.of(Scope.LAYER, Verdict.NEW, Verdict.MISSING)
     assert (new.baseline_us, new.current_us, new.delta_us, new.delta_pct) == (None, 50.0, 50.0, None)
-    assert (missing.baseline_us, missing.current_us, missing.delta_us, missing.delta_pct) == (50.0, None, -50.0, None)
+    assert (missing.baseline_us, missing.current_us, missing.delta_us, missing.delta_pct) == (
+        50.0,
+        None,
+        -50.0,
+        None,
+    )
     assert result.of(Scope.KERNEL, Verdict.MISSING)[0].layer == "model.1"
 
 
@@ -171,7 +182,10 @@ def test_new_and_missing_are_reported(changed_model: tuple[Measurement, Measurem
         (GateConfig(), set()),
         (GateConfig(fail_on_new=True), {"model.2", "model.2 :: new"}),
         (GateConfig(fail_on_missing=True), {"model.1", "model.1 :: old"}),
-        (GateConfig(fail_on_new=True, fail_on_missing=True), {"model.1", "model.1 :: old", "model.2", "model.2 :: new"}),
+        (
+            GateConfig(fail_on_new=True, fail_on_missing=True),
+            {"model.1", "model.1 :: old", "model.2", "model.2 :: new"},
+        ),
     ],
 )
 def test_new_and_missing_fail_only_when_configured(
@@ -226,3 +240,18 @@ def test_kernels_of_a_layer_sorted_by_absolute_change() -> None:
     ]
     assert [d.name for d in result.kernels_of("model.1")] == ["model.1 :: other"]
     assert result.kernels_of("model.9") == ()
+
+
+def test_kernel_deltas_carry_calls_per_iteration() -> None:
+    base = measurement({"model.0": 100.0}, {"model.0.conv :: gemm": 100.0, "model.0.bn :: gone": 5.0})
+    cur = measurement({"model.0": 100.0}, {"model.0.conv :: gemm": 100.0})
+    cur = replace(cur, kernels=(replace(cur.kernels[0], calls=2.0),))
+    result = compare(base, cur, GateConfig())
+    assert [(d.name, d.baseline_calls, d.current_calls) for d in result.of(Scope.KERNEL)] == [
+        ("model.0.conv :: gemm", 1.0, 2.0),
+        ("model.0.bn :: gone", 1.0, None),
+    ]
+    assert [(d.baseline_calls, d.current_calls) for d in result.of(Scope.TOTAL) + result.of(Scope.LAYER)] == [
+        (None, None),
+        (None, None),
+    ]

@@ -48,11 +48,12 @@ def test_parse_fraction_refuses_a_bare_number_above_one_as_ambiguous() -> None:
 @pytest.mark.parametrize(
     ("value", "says"),
     [
-        ("-1", "must be above 0"),
-        ("0", "must be above 0"),
-        ("0%", "must be above 0"),
-        ("-5%", "must be above 0"),
-        ("nan", "must be above 0"),
+        ("-1", "must be a finite number above 0"),
+        ("0", "must be a finite number above 0"),
+        ("0%", "must be a finite number above 0"),
+        ("-5%", "must be a finite number above 0"),
+        ("nan", "must be a finite number above 0"),
+        ("inf%", "must be a finite number above 0"),
         ("abc", "is not a percentage"),
         ("", "is not a percentage"),
         ("ten%", "is not a percentage"),
@@ -71,7 +72,9 @@ def test_parse_floor(value: object, expected: float) -> None:
     assert parse_floor(value, "floor_us") == expected
 
 
-@pytest.mark.parametrize(("value", "says"), [("-1", "0 or more"), ("nan", "0 or more"), ("abc", "not a number")])
+@pytest.mark.parametrize(
+    ("value", "says"), [("-1", "0 or more"), ("nan", "0 or more"), ("abc", "not a number")]
+)
 def test_parse_floor_refuses(value: str, says: str) -> None:
     with pytest.raises(ConfigError, match=says):
         parse_floor(value, "floor_us")
@@ -132,13 +135,16 @@ def test_from_table_refuses_unknown_keys_and_names_them() -> None:
     ("table", "says"),
     [
         ({"layer_threshold": "5"}, r"t\.layer_threshold = '5' is ambiguous"),
-        ({"floor_us": -2}, r"t\.floor_us = -2 must be 0 or more"),
+        ({"floor_us": -2}, r"t\.floor_us = -2 must be a finite number of microseconds, 0 or more"),
         ({"fail_on_new": "yes"}, r"t\.fail_on_new = 'yes' must be true or false"),
         ({"missing_baseline": "skip"}, r"t\.missing_baseline = 'skip'; use 'fail' or 'warn'"),
         ({"rules": {"arch": "*"}}, r"t\.rules must be an array of tables"),
         ({"rules": [{"arch": "*", "treshold": "5%"}]}, r"t\.rules\[0\]: unknown key\(s\) \['treshold'\]"),
         ({"rules": [{}, {"scope": "layers"}]}, r"t\.rules\[1\]: scope = 'layers'"),
-        ({"rules": [{"threshold": "0%"}]}, r"t\.rules\[0\]\.threshold = '0%' must be above 0"),
+        (
+            {"rules": [{"threshold": "0%"}]},
+            r"t\.rules\[0\]\.threshold = '0%' must be a finite number above 0",
+        ),
     ],
 )
 def test_from_table_refuses_bad_values(table: dict[str, object], says: str) -> None:
@@ -195,7 +201,9 @@ def test_rule_globs(rule: Rule, arch: str, bench: str, scope: Scope, name: str, 
 
 
 def test_a_rule_applies_only_when_every_field_matches() -> None:
-    cfg = GateConfig(rules=(Rule(arch="sm90-*", benchmark="yolov8n*", scope="layer", name="model.9", threshold=0.3),))
+    cfg = GateConfig(
+        rules=(Rule(arch="sm90-*", benchmark="yolov8n*", scope="layer", name="model.9", threshold=0.3),)
+    )
     assert cfg.threshold("sm90-nvidia-h200", "yolov8n-fp32", Scope.LAYER, "model.9").rel == 0.3
     assert cfg.threshold("sm80-nvidia-a100", "yolov8n-fp32", Scope.LAYER, "model.9").rel == 0.1
     assert cfg.threshold("sm90-nvidia-h200", "yolo11n-fp32", Scope.LAYER, "model.9").rel == 0.1

@@ -16,11 +16,17 @@ from kernelgate.measure import Dist, KernelStat, LayerStat, Measurement, build
 LAYERS = Layers({"model.0": "Conv", "model.9": "SPPF", "model.10": "Upsample"})
 CONV = "void implicit_convolve_sgemm<float, 3>(int, float*)"
 CONV_FACTS: dict[str, Any] = {
-    "grid": [80, 1, 1], "block": [128, 1, 1], "registers": 64, "shared_memory": 2048, "occupancy": 50.0,
+    "grid": [80, 1, 1],
+    "block": [128, 1, 1],
+    "registers": 64,
+    "shared_memory": 2048,
+    "occupancy": 50.0,
 }
 
 
-def iteration(t0: float, corr: int, conv: tuple[float, float], cat: float, upsample: float | None) -> list[dict[str, Any]]:
+def iteration(
+    t0: float, corr: int, conv: tuple[float, float], cat: float, upsample: float | None
+) -> list[dict[str, Any]]:
     """One forward pass starting at ``t0``: input copy, model.0 (two conv calls), model.9, model.10."""
     events = [
         step(corr, t0, t0 + 100.0),
@@ -58,7 +64,11 @@ def measured() -> Measurement:
 
 
 def test_header(measured: Measurement) -> None:
-    assert (measured.benchmark, measured.arch, measured.device) == ("yolov8n-fp32-bs1-160", "sm90-nvidia-h200", "cuda")
+    assert (measured.benchmark, measured.arch, measured.device) == (
+        "yolov8n-fp32-bs1-160",
+        "sm90-nvidia-h200",
+        "cuda",
+    )
     assert (measured.iterations, measured.unlinked) == (2, 3)
     assert measured.environment == {"torch": "2.11.0", "gpu": "NVIDIA H200"}
 
@@ -89,7 +99,11 @@ def test_kernels_with_calls_per_iteration_and_launch_facts(measured: Measurement
     ]
     conv = measured.kernels[1]
     assert conv.launch == {
-        "grid": "80x1x1", "block": "128x1x1", "registers": 64, "shared_memory": 2048, "occupancy_pct": 50.0,
+        "grid": "80x1x1",
+        "block": "128x1x1",
+        "registers": 64,
+        "shared_memory": 2048,
+        "occupancy_pct": 50.0,
     }
     assert measured.kernels[0].launch == {}
 
@@ -154,7 +168,10 @@ def test_measurement_json_fields(measured: Measurement) -> None:
 
 def test_kernel_stat_from_json_without_launch() -> None:
     data = {
-        "layer": "model.0", "module": "model.0.conv", "name": "k", "calls_per_iter": 1.0,
+        "layer": "model.0",
+        "module": "model.0.conv",
+        "name": "k",
+        "calls_per_iter": 1.0,
         "time_us": {"samples": [1.0, 2.0]},
     }
     assert KernelStat.from_json(data) == KernelStat("model.0", "model.0.conv", "k", Dist((1.0, 2.0)), 1.0, {})

@@ -68,7 +68,13 @@ def test_parse_gpu_keeps_kernels_memcpy_and_memset_only() -> None:
 
 
 def test_parse_gpu_reads_launch_facts() -> None:
-    facts = {"grid": [80, 2, 1], "block": [128, 1, 1], "registers": 72, "shared_memory": 16384, "occupancy": 37.5}
+    facts = {
+        "grid": [80, 2, 1],
+        "block": [128, 1, 1],
+        "registers": 72,
+        "shared_memory": 16384,
+        "occupancy": 37.5,
+    }
     events = [
         *launched("gemm", 1, 1.0, 2.0, 3.0, **facts),
         *launched("Memcpy HtoD", 2, 3.0, 4.0, 1.0, cat="gpu_memcpy"),

@@ -51,8 +51,10 @@ def load(path: Path) -> dict[str, Entry]:
     """The benchmarks in ``path`` by full name. Raises :class:`BaselineError` on any defect."""
     try:
         text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise _fail(path, f"not UTF-8 text (byte {exc.start})") from exc
     except OSError as exc:
-        raise BaselineError(f"{path}: cannot be read ({exc.strerror}).") from exc
+        raise _fail(path, f"cannot be read ({exc.strerror})") from exc
     if not text.strip():
         raise _fail(path, "the file is empty")
     try:
@@ -72,13 +74,16 @@ def load(path: Path) -> dict[str, Entry]:
         try:
             fullname = str(bench["fullname"])
             measurement = Measurement.from_json(bench["extra_info"]["kernelgate"])
-        except (KeyError, TypeError, ValueError) as exc:
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise _fail(path, f"benchmarks[{i}] is malformed ({type(exc).__name__}: {exc})") from exc
         entries[fullname] = Entry(fullname, measurement, bench)
     return entries
 
 
-_NUMBER_LIST = re.compile(r"\[\s*(-?\d[\d.eE+-]*(?:,\s*-?\d[\d.eE+-]*)*)\s*\]")
+# Only lists that json.dumps(indent=2) spread over lines: a JSON string never holds a raw newline,
+# so text inside strings (e.g. "test_shape[1,3,640,640]") is never touched.
+_NUMBER = r"-?\d[\d.eE+-]*"
+_NUMBER_LIST = re.compile(rf"\[\n\s*({_NUMBER}(?:,\n\s*{_NUMBER})*)\n\s*\]")
 
 
 def _compact_numbers(text: str) -> str:

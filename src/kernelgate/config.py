@@ -100,8 +100,8 @@ def parse_fraction(value: object, what: str) -> float:
             f"or as a fraction ({number / 100:g})."
         )
     result = number / 100.0 if percent else number
-    if not result > 0.0 or result != result:
-        raise ConfigError(f"{what} = {value!r} must be above 0 (e.g. '10%').")
+    if not 0.0 < result < float("inf"):
+        raise ConfigError(f"{what} = {value!r} must be a finite number above 0 (e.g. '10%').")
     return result
 
 
@@ -110,8 +110,8 @@ def parse_floor(value: object, what: str) -> float:
         result = float(str(value).strip().removesuffix("us").removesuffix("µs"))
     except ValueError as exc:
         raise ConfigError(f"{what} = {value!r} is not a number of microseconds; write e.g. 5.0.") from exc
-    if result < 0 or result != result:
-        raise ConfigError(f"{what} = {value!r} must be 0 or more microseconds.")
+    if not 0.0 <= result < float("inf"):
+        raise ConfigError(f"{what} = {value!r} must be a finite number of microseconds, 0 or more.")
     return result
 
 
