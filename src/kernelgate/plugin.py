@@ -171,9 +171,7 @@ def _write(config: pytest.Config, state: State, path: Path, merge: bool) -> None
         try:
             entries = baseline.merge(path, entries)
         except baseline.BaselineError as exc:
-            config.issue_config_time_warning(
-                pytest.PytestWarning(f"kernelgate: replacing unreadable {exc}"), 2
-            )
+            state.notes.append(f"replaced an unreadable baseline, as --kernelgate-save asked: {exc}")
     hook = config.hook
     machine = hook.pytest_benchmark_generate_machine_info(config=config)
     commit = hook.pytest_benchmark_generate_commit_info(config=config)
@@ -213,3 +211,5 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
         terminalreporter.write_line(f"no baseline: {name} (record with: pytest benchmarks --kernelgate-save)")
     for path in state.written:
         terminalreporter.write_line(f"wrote {path}")
+    for note in state.notes:
+        terminalreporter.write_line(note)

@@ -41,6 +41,7 @@ class State:
     missing: list[str] = field(default_factory=list)
     baselines: dict[Path, dict[str, Entry]] = field(default_factory=dict)
     written: list[Path] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
 
     def baseline_entries(self, path: Path) -> dict[str, Entry]:
         """The entries of baseline file ``path``, read once per session."""

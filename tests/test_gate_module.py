@@ -1,0 +1,105 @@
+"""The gate on a small plain torch module (no ultralytics): faults, bad baselines, policies."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+SUITE = """
+import pytest
+import torch
+from kernelgate.attribute import Layers
+
+LAYERS = Layers({"0": "Conv2d", "1": "ReLU", "2": "Conv2d"})
+
+
+def net():
+    torch.manual_seed(0)
+    return torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3), torch.nn.ReLU(), torch.nn.Conv2d(8, 8, 3)).eval()
+
+
+def test_good(kernelgate):
+    kernelgate.module(net(), torch.rand(1, 3, 32, 32), LAYERS, name="tiny-good")
+
+
+def test_crash(kernelgate):
+    model = net()
+    def boom(x):
+        raise RuntimeError("CUDA out of memory. Tried to allocate 20.00 GiB (simulated)")
+    model[1].forward = boom
+    kernelgate.module(model, torch.rand(1, 3, 32, 32), LAYERS, name="tiny-crash")
+"""
+
+ARGS = ("-p", "no:cacheprovider", "--kernelgate", "--kernelgate-device=cpu", "--benchmark-min-rounds=2")
+
+
+def baseline_files(root: Path) -> list[Path]:
+    return list(root.glob("baselines/cpu-*/0001_kernelgate.json"))
+
+
+def test_a_crashing_benchmark_fails_alone_and_the_others_still_save(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_suite=SUITE)
+    result = pytester.runpytest_subprocess(*ARGS, "--kernelgate-save")
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(["*test_crash*RuntimeError: CUDA out of memory*"])
+    (path,) = baseline_files(pytester.path)
+    saved = json.loads(path.read_text())
+    assert [b["extra_info"]["kernelgate"]["benchmark"] for b in saved["benchmarks"]] == ["tiny-good"]
+
+
+def test_saving_one_benchmark_keeps_the_others(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_suite=SUITE.replace("def test_crash", "def _crash"))
+    pytester.runpytest_subprocess(*ARGS, "--kernelgate-save").assert_outcomes(passed=1)
+    pytester.makepyfile(
+        test_other=SUITE.replace("tiny-good", "tiny-other").replace("def test_crash", "def _c")
+    )
+    pytester.runpytest_subprocess(*ARGS, "--kernelgate-save", "test_other.py").assert_outcomes(passed=1)
+    (path,) = baseline_files(pytester.path)
+    names = sorted(
+        b["extra_info"]["kernelgate"]["benchmark"] for b in json.loads(path.read_text())["benchmarks"]
+    )
+    assert names == ["tiny-good", "tiny-other"]
+
+
+def test_a_corrupt_baseline_fails_naming_the_file_and_is_left_alone(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_suite=SUITE.replace("def test_crash", "def _crash"))
+    pytester.runpytest_subprocess(*ARGS, "--kernelgate-save").assert_outcomes(passed=1)
+    (path,) = baseline_files(pytester.path)
+    truncated = path.read_text()[:500]
+    path.write_text(truncated)
+
+    result = pytester.runpytest_subprocess(*ARGS)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        ["*0001_kernelgate.json: not valid JSON (line *pytest benchmarks --kernelgate-save*"]
+    )
+    assert path.read_text() == truncated
+
+    saved = pytester.runpytest_subprocess(*ARGS, "--kernelgate-save")
+    saved.assert_outcomes(passed=1)
+    saved.stdout.fnmatch_lines(["*replaced an unreadable baseline, as --kernelgate-save asked*"])
+    assert json.loads(path.read_text())["kernelgate"]["schema_version"] == 1
+
+
+def test_missing_baseline_can_be_set_to_warn(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_suite=SUITE.replace("def test_crash", "def _crash"))
+    result = pytester.runpytest_subprocess(*ARGS, "--kernelgate-missing-baseline=warn")
+    result.assert_outcomes(passed=1, warnings=1)
+    result.stdout.fnmatch_lines(["*MissingBaselineWarning: kernelgate: no baseline for 'tiny-good'*"])
+
+
+def test_layers_of_a_plain_module_are_attributed(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(
+        test_suite=SUITE.replace("def test_crash", "def _crash")
+        + """
+
+def test_layers(kernelgate):
+    result = kernelgate.module(net(), torch.rand(1, 3, 32, 32), LAYERS, name="tiny-layers")
+    names = [lay.name for lay in result.measurement.layers]
+    assert names == ["input", "0", "1", "2"], names
+    assert {k.name for k in result.measurement.kernels if k.layer == "0"} == {"aten::conv2d"}
+"""
+    )
+    pytester.runpytest_subprocess(*ARGS, "--kernelgate-save").assert_outcomes(passed=2)
