@@ -44,15 +44,15 @@ def verdicts(comparison_deltas: tuple[Delta, ...]) -> dict[str, Verdict]:
     ],
 )
 def test_median_rule(base: float, current: float, verdict: Verdict) -> None:
-    assert median_rule(dist(base), dist(current), TEN_PCT_5US) is verdict
+    assert median_rule(dist(base), dist(current), TEN_PCT_5US).verdict is verdict
 
 
 def test_median_rule_looks_at_the_median_not_the_outliers() -> None:
     base = dist([100.0, 100.0, 100.0, 100.0, 100.0])
     noisy = dist([100.0, 101.0, 99.0, 400.0, 400.0])
     slow = dist([120.0, 121.0, 119.0, 50.0, 50.0])
-    assert median_rule(base, noisy, TEN_PCT_5US) is Verdict.UNCHANGED
-    assert median_rule(base, slow, TEN_PCT_5US) is Verdict.REGRESSED
+    assert median_rule(base, noisy, TEN_PCT_5US).verdict is Verdict.UNCHANGED
+    assert median_rule(base, slow, TEN_PCT_5US).verdict is Verdict.REGRESSED
 
 
 # --- compare ---------------------------------------------------------------------------------------

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kernelgate.measure import Measurement
+from kernelgate.measure import Measurement, combine
 
 SCHEMA_VERSION = 1
 FILE_NAME = "0001_kernelgate.json"
@@ -137,9 +137,16 @@ def write_atomic(path: Path, text: str) -> None:
         raise
 
 
-def merge(path: Path, new: Iterable[Entry]) -> list[Entry]:
-    """Entries of ``path`` (if it is a valid baseline) with ``new`` replacing those of the same name."""
+def merge(path: Path, new: Iterable[Entry], append: bool = False) -> list[Entry]:
+    """Entries of ``path`` (if it is a valid baseline) with ``new`` replacing those of the same name.
+
+    With ``append``, a new entry is added as one more round of the existing one (separate processes
+    give the baseline its between-process spread); pytest-benchmark's timings stay the first round's.
+    """
     merged = load(path) if path.exists() else {}
     for entry in new:
+        old = merged.get(entry.fullname)
+        if append and old is not None:
+            entry = Entry(entry.fullname, combine([old.measurement, entry.measurement]), old.benchmark)
         merged[entry.fullname] = entry
     return list(merged.values())

@@ -1,41 +1,96 @@
 """Compare a measurement with its baseline: one verdict per total, layer and kernel.
 
-The rule here is deliberately simple: a change counts when the median moved by more than the
-threshold AND by more than the absolute floor. It sits behind :class:`Judge`, so a statistical
-rule can replace it without touching callers or reports.
+A change is a regression only when all of these hold (:func:`noise_aware_rule`):
+
+1. the median moved by more than the relative threshold,
+2. and by more than the absolute floor (µs),
+3. the samples differ significantly (two-sided Mann-Whitney U, ``p < alpha``, scipy.stats),
+4. and the move is larger than the spread of the round medians (separate processes) of the
+   baseline and of the current measurement: what process-to-process noise alone explains.
+
+Over threshold and floor but failing 3 or 4 is AMBIGUOUS: reported, never failed. A layer whose
+kernel set changed (e.g. cuDNN picked another algorithm) and did not regress is KERNEL_SWAPPED.
+Rules sit behind :class:`Judge`; :func:`median_rule` (1 and 2 only) is kept for comparison.
 """
 
 from __future__ import annotations
 
 import enum
+import math
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Protocol
+from dataclasses import dataclass, replace
 
 from kernelgate.config import GateConfig, Scope, Threshold
 from kernelgate.measure import Dist, Measurement
+
+DEFAULT_ALPHA = 0.01
+MIN_SAMPLES_FOR_TEST = 3
 
 
 class Verdict(enum.Enum):
     REGRESSED = "regressed"
     IMPROVED = "improved"
     UNCHANGED = "unchanged"
+    AMBIGUOUS = "ambiguous"
+    KERNEL_SWAPPED = "kernel swapped"
     NEW = "new"
     MISSING = "missing"
 
 
-class Judge(Protocol):
-    def __call__(self, baseline: Dist, current: Dist, threshold: Threshold) -> Verdict: ...
+@dataclass(frozen=True)
+class Judgement:
+    verdict: Verdict
+    p_value: float | None = None
+    noise_pct: float | None = None
 
 
-def median_rule(baseline: Dist, current: Dist, threshold: Threshold) -> Verdict:
+Judge = Callable[[Dist, Dist, Threshold], Judgement]
+
+
+def median_rule(baseline: Dist, current: Dist, threshold: Threshold) -> Judgement:
+    """Threshold and floor on the medians only: no significance, no noise model."""
     delta = current.median - baseline.median
     limit = threshold.limit_us(baseline.median)
     if delta > limit:
-        return Verdict.REGRESSED
+        return Judgement(Verdict.REGRESSED)
     if -delta > limit:
-        return Verdict.IMPROVED
-    return Verdict.UNCHANGED
+        return Judgement(Verdict.IMPROVED)
+    return Judgement(Verdict.UNCHANGED)
+
+
+def round_spread(dist: Dist, center: float) -> float:
+    """The largest distance of a round median from ``center``, in µs (0 for a single round)."""
+    medians = dist.round_medians
+    if len(medians) < 2:
+        return 0.0
+    return max(abs(m - center) for m in medians)
+
+
+def mann_whitney_p(baseline: Dist, current: Dist) -> float | None:
+    """Two-sided Mann-Whitney U p-value, or None when either side has too few samples."""
+    if min(baseline.n, current.n) < MIN_SAMPLES_FOR_TEST:
+        return None
+    if len(set(baseline.samples) | set(current.samples)) == 1:
+        return 1.0
+    from scipy.stats import mannwhitneyu
+
+    return float(mannwhitneyu(baseline.samples, current.samples, alternative="two-sided").pvalue)
+
+
+def noise_aware_rule(
+    baseline: Dist, current: Dist, threshold: Threshold, alpha: float = DEFAULT_ALPHA
+) -> Judgement:
+    base, cur = baseline.median, current.median
+    delta = cur - base
+    if abs(delta) <= threshold.limit_us(base):
+        return Judgement(Verdict.UNCHANGED)
+    p_value = mann_whitney_p(baseline, current)
+    noise = max(round_spread(baseline, base), round_spread(current, cur))
+    noise_pct = 100.0 * noise / base if base else None
+    significant = p_value is None or p_value < alpha
+    if not significant or abs(delta) <= noise:
+        return Judgement(Verdict.AMBIGUOUS, p_value, noise_pct)
+    return Judgement(Verdict.REGRESSED if delta > 0 else Verdict.IMPROVED, p_value, noise_pct)
 
 
 @dataclass(frozen=True)
@@ -49,6 +104,10 @@ class Delta:
     verdict: Verdict
     baseline_calls: float | None = None
     current_calls: float | None = None
+    p_value: float | None = None
+    noise_pct: float | None = None
+    confirm_us: float | None = None
+    note: str = ""
 
     @property
     def delta_us(self) -> float:
@@ -67,6 +126,7 @@ class Comparison:
     arch: str
     deltas: tuple[Delta, ...]
     fail_on: frozenset[Verdict]
+    notes: tuple[str, ...] = ()
 
     def of(self, scope: Scope, *verdicts: Verdict) -> tuple[Delta, ...]:
         return tuple(d for d in self.deltas if d.scope is scope and (not verdicts or d.verdict in verdicts))
@@ -93,81 +153,118 @@ def fail_set(config: GateConfig) -> frozenset[Verdict]:
     return frozenset(verdicts)
 
 
+Item = tuple[str, Dist, float | None]  # (layer, distribution, launches per iteration)
+
+
 def _pair(
-    scope: Scope,
-    name: str,
-    layer: str,
-    base: Dist | None,
-    cur: Dist | None,
-    threshold: Threshold,
-    judge: Judge,
-    calls: tuple[float | None, float | None] = (None, None),
+    scope: Scope, name: str, base: Item | None, cur: Item | None, threshold: Threshold, judge: Judge
 ) -> Delta:
     if base is None:
-        verdict = Verdict.NEW
+        judgement = Judgement(Verdict.NEW)
     elif cur is None:
-        verdict = Verdict.MISSING
+        judgement = Judgement(Verdict.MISSING)
     else:
-        verdict = judge(base, cur, threshold)
+        judgement = judge(base[1], cur[1], threshold)
     return Delta(
         scope=scope,
         name=name,
-        layer=layer,
-        baseline_us=base.median if base is not None else None,
-        current_us=cur.median if cur is not None else None,
+        layer=(cur or base or ("", Dist(()), None))[0],
+        baseline_us=base[1].median if base else None,
+        current_us=cur[1].median if cur else None,
         threshold=threshold,
-        verdict=verdict,
-        baseline_calls=calls[0],
-        current_calls=calls[1],
+        verdict=judgement.verdict,
+        baseline_calls=base[2] if base else None,
+        current_calls=cur[2] if cur else None,
+        p_value=judgement.p_value,
+        noise_pct=judgement.noise_pct,
     )
+
+
+def _matched(
+    scope: Scope,
+    base: dict[str, Item],
+    cur: dict[str, Item],
+    limit: Callable[[Scope, str], Threshold],
+    judge: Judge,
+) -> list[Delta]:
+    names = list(cur) + [n for n in base if n not in cur]
+    return [_pair(scope, n, base.get(n), cur.get(n), limit(scope, n), judge) for n in names]
+
+
+def _mark_swaps(layers: list[Delta], kernels: list[Delta]) -> list[Delta]:
+    swapped = {k.layer for k in kernels if k.verdict in (Verdict.NEW, Verdict.MISSING)}
+    out = []
+    for delta in layers:
+        if delta.name in swapped and delta.verdict not in (Verdict.REGRESSED, Verdict.NEW, Verdict.MISSING):
+            ins = sum(1 for k in kernels if k.layer == delta.name and k.verdict is Verdict.NEW)
+            outs = sum(1 for k in kernels if k.layer == delta.name and k.verdict is Verdict.MISSING)
+            delta = replace(delta, verdict=Verdict.KERNEL_SWAPPED, note=f"{ins} kernel(s) in, {outs} out")
+        out.append(delta)
+    return out
 
 
 def compare(
     baseline: Measurement,
     current: Measurement,
     config: GateConfig,
-    judge: Judge = median_rule,
+    judge: Judge | None = None,
 ) -> Comparison:
     def limit(scope: Scope, name: str) -> Threshold:
         return config.threshold(current.arch, current.benchmark, scope, name)
 
-    deltas = [
-        _pair(Scope.TOTAL, "total", "", baseline.total, current.total, limit(Scope.TOTAL, "total"), judge)
-    ]
-    deltas += _matched(
+    def rule(b: Dist, c: Dist, t: Threshold) -> Judgement:
+        return noise_aware_rule(b, c, t, alpha=config.alpha)
+
+    chosen: Judge = judge or rule
+    total = _pair(
+        Scope.TOTAL,
+        "total",
+        ("", baseline.total, None),
+        ("", current.total, None),
+        limit(Scope.TOTAL, "total"),
+        chosen,
+    )
+    layers = _matched(
         Scope.LAYER,
         {lay.name: (lay.name, lay.time, None) for lay in baseline.layers},
         {lay.name: (lay.name, lay.time, None) for lay in current.layers},
         limit,
-        judge,
+        chosen,
     )
-    deltas += _matched(
+    kernels = _matched(
         Scope.KERNEL,
         {k.key: (k.layer, k.time, k.calls) for k in baseline.kernels},
         {k.key: (k.layer, k.time, k.calls) for k in current.kernels},
         limit,
-        judge,
+        chosen,
     )
-    return Comparison(current.benchmark, current.arch, tuple(deltas), fail_set(config))
+    notes = []
+    if current.throttled:
+        notes.append("the GPU reported a clock slowdown (power or thermal) while this was measured")
+    deltas = (total, *_mark_swaps(layers, kernels), *kernels)
+    return Comparison(current.benchmark, current.arch, deltas, fail_set(config), tuple(notes))
 
 
-def _matched(
-    scope: Scope,
-    base: dict[str, tuple[str, Dist, float | None]],
-    cur: dict[str, tuple[str, Dist, float | None]],
-    limit: Callable[[Scope, str], Threshold],
-    judge: Judge,
-) -> list[Delta]:
-    names = list(cur) + [n for n in base if n not in cur]
-    out = []
-    for name in names:
-        layer = (cur.get(name) or base[name])[0]
-        b = base.get(name)
-        c = cur.get(name)
-        calls = (b[2] if b else None, c[2] if c else None)
-        out.append(
-            _pair(
-                scope, name, layer, b[1] if b else None, c[1] if c else None, limit(scope, name), judge, calls
-            )
-        )
-    return out
+def confirmed(first: Comparison, again: Comparison) -> Comparison:
+    """``first`` with each failure kept only where the re-measurement ``again`` fails it too.
+
+    A failure that does not recur is downgraded to AMBIGUOUS: a flake must not fail CI.
+    """
+    repeat = {(d.scope, d.name): d for d in again.deltas}
+    deltas = []
+    for delta in first.deltas:
+        if delta.verdict in first.fail_on:
+            other = repeat.get((delta.scope, delta.name))
+            again_us = other.current_us if other else None
+            if other is not None and other.verdict is delta.verdict:
+                delta = replace(delta, confirm_us=again_us)
+            else:
+                shown = "absent" if again_us is None or math.isnan(again_us) else f"{again_us:.1f} µs"
+                delta = replace(
+                    delta,
+                    verdict=Verdict.AMBIGUOUS,
+                    confirm_us=again_us,
+                    note=f"not confirmed (re-run: {shown})",
+                )
+        deltas.append(delta)
+    return replace(first, deltas=tuple(deltas), notes=first.notes + again.notes)

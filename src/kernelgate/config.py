@@ -71,6 +71,8 @@ class GateConfig:
     missing_baseline: MissingBaseline = MissingBaseline.FAIL
     fail_on_new: bool = False
     fail_on_missing: bool = False
+    alpha: float = 0.01
+    confirm: bool = True
 
     def threshold(self, arch: str, benchmark: str, scope: Scope, name: str) -> Threshold:
         rel = {
@@ -156,6 +158,8 @@ _SIMPLE_KEYS = {
     "missing_baseline",
     "fail_on_new",
     "fail_on_missing",
+    "alpha",
+    "confirm",
     "rules",
 }
 
@@ -175,7 +179,14 @@ def from_table(table: Mapping[str, Any], where: str, root: Path) -> GateConfig:
         updates["baseline_dir"] = root / str(table["baseline_dir"])
     if "missing_baseline" in table:
         updates["missing_baseline"] = parse_missing(table["missing_baseline"], f"{where}.missing_baseline")
-    for key in ("fail_on_new", "fail_on_missing"):
+    if "alpha" in table:
+        alpha = parse_fraction(table["alpha"], f"{where}.alpha")
+        if alpha >= 0.5:
+            raise ConfigError(
+                f"{where}.alpha = {table['alpha']!r}: a significance level must be under 0.5 (e.g. 0.01)."
+            )
+        updates["alpha"] = alpha
+    for key in ("fail_on_new", "fail_on_missing", "confirm"):
         if key in table:
             if not isinstance(table[key], bool):
                 raise ConfigError(f"{where}.{key} = {table[key]!r} must be true or false.")

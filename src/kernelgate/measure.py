@@ -20,13 +20,35 @@ def _r(value: float) -> float:
 
 @dataclass(frozen=True)
 class Dist:
-    """Per-iteration values in microseconds."""
+    """Per-iteration values in microseconds, from one or more rounds (separate processes).
+
+    ``rounds`` holds the number of samples of each round, in order; empty means a single round.
+    """
 
     samples: tuple[float, ...]
+    rounds: tuple[int, ...] = ()
 
     @property
     def n(self) -> int:
         return len(self.samples)
+
+    def round_samples(self) -> list[tuple[float, ...]]:
+        sizes = self.rounds or (len(self.samples),)
+        out, start = [], 0
+        for size in sizes:
+            out.append(self.samples[start : start + size])
+            start += size
+        return out
+
+    @property
+    def round_medians(self) -> tuple[float, ...]:
+        return tuple(statistics.median(r) if r else 0.0 for r in self.round_samples())
+
+    @staticmethod
+    def concat(dists: Sequence[Dist]) -> Dist:
+        """The rounds of ``dists`` one after the other."""
+        sizes = tuple(size for d in dists for size in (d.rounds or (d.n,)))
+        return Dist(tuple(s for d in dists for s in d.samples), sizes if len(sizes) > 1 else ())
 
     @property
     def median(self) -> float:
@@ -45,11 +67,15 @@ class Dist:
             "p10": _r(self.quantile(0.10)),
             "p90": _r(self.quantile(0.90)),
             "samples": [_r(s) for s in self.samples],
-        }
+        } | ({"rounds": list(self.rounds)} if self.rounds else {})
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Dist:
-        return cls(tuple(float(s) for s in data["samples"]))
+        samples = tuple(float(s) for s in data["samples"])
+        rounds = tuple(int(r) for r in data.get("rounds", ()))
+        if rounds and sum(rounds) != len(samples):
+            raise ValueError(f"rounds {list(rounds)} do not add up to the {len(samples)} samples")
+        return cls(samples, rounds)
 
 
 @dataclass(frozen=True)
@@ -114,6 +140,12 @@ class Measurement:
     kernels: tuple[KernelStat, ...]
     environment: Mapping[str, str]
     unlinked: int = 0
+    gpu_states: tuple[Mapping[str, str], ...] = ()
+
+    @property
+    def throttled(self) -> bool:
+        """Whether NVML reported a slowdown reason (power cap, thermal, HW brake) in any round."""
+        return any(throttle_reasons(state) for state in self.gpu_states)
 
     @property
     def host_overhead_us(self) -> float:
@@ -137,7 +169,7 @@ class Measurement:
             "environment": dict(sorted(self.environment.items())),
             "layers": [lay.to_json() for lay in self.layers],
             "kernels": [k.to_json() for k in self.kernels],
-        }
+        } | ({"gpu_states": [dict(sorted(g.items())) for g in self.gpu_states]} if self.gpu_states else {})
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Measurement:
@@ -153,7 +185,82 @@ class Measurement:
             kernels=tuple(KernelStat.from_json(d) for d in data["kernels"]),
             environment={str(k): str(v) for k, v in data.get("environment", {}).items()},
             unlinked=int(data.get("unlinked_kernels", 0)),
+            gpu_states=tuple({str(k): str(v) for k, v in g.items()} for g in data.get("gpu_states", ())),
         )
+
+
+# NVML clock-event reasons that slow the SM down (nvmlClocksEventReason*): software power cap,
+# hardware slowdown, software/hardware thermal slowdown, hardware power brake.
+THROTTLE_REASONS = {
+    0x4: "sw_power_cap",
+    0x8: "hw_slowdown",
+    0x20: "sw_thermal_slowdown",
+    0x40: "hw_thermal_slowdown",
+    0x80: "hw_power_brake",
+}
+
+
+def throttle_reasons(state: Mapping[str, str]) -> list[str]:
+    """The slowdown reasons set in a GPU state read by :func:`kernelgate.environment.gpu_state`."""
+    try:
+        mask = int(state.get("clock_event_reasons", "0"), 16)
+    except ValueError:
+        return []
+    return [name for bit, name in THROTTLE_REASONS.items() if mask & bit]
+
+
+def _zeros_for(dist: Dist) -> Dist:
+    return Dist((0.0,) * dist.n, dist.rounds)
+
+
+def _combine_named(groups: Sequence[dict[str, Any]], totals: Sequence[Dist]) -> list[tuple[Any, Dist]]:
+    """Concatenate the rounds of each named item; a round without the item counts zeros."""
+    names: list[str] = []
+    for group in groups:
+        names += [n for n in group if n not in names]
+    out = []
+    for name in names:
+        first = next(g[name] for g in groups if name in g)
+        dists = [g[name].time if name in g else _zeros_for(t) for g, t in zip(groups, totals, strict=True)]
+        out.append((first, Dist.concat(dists)))
+    return out
+
+
+def combine(rounds: Sequence[Measurement]) -> Measurement:
+    """One measurement from several rounds (separate processes) of the same benchmark."""
+    if not rounds:
+        raise ValueError("combine() needs at least one measurement")
+    if len(rounds) == 1:
+        return rounds[0]
+    totals = [m.total for m in rounds]
+    layers = _combine_named([{lay.name: lay for lay in m.layers} for m in rounds], totals)
+    kernel_maps = [{k.key: k for k in m.kernels} for m in rounds]
+    kernels = _combine_named(kernel_maps, totals)
+    first = rounds[0]
+    return Measurement(
+        benchmark=first.benchmark,
+        arch=first.arch,
+        device=first.device,
+        iterations=sum(m.iterations for m in rounds),
+        total=Dist.concat(totals),
+        busy=Dist.concat([m.busy for m in rounds]),
+        wall=Dist.concat([m.wall for m in rounds]),
+        layers=tuple(LayerStat(lay.name, lay.type, dist) for lay, dist in layers),
+        kernels=tuple(
+            KernelStat(
+                k.layer,
+                k.module,
+                k.name,
+                dist,
+                sum(km[k.key].calls for km in kernel_maps if k.key in km) / len(rounds),
+                k.launch,
+            )
+            for k, dist in kernels
+        ),
+        environment=first.environment,
+        unlinked=sum(m.unlinked for m in rounds),
+        gpu_states=tuple(g for m in rounds for g in m.gpu_states),
+    )
 
 
 def _per_iteration(series: pd.Series[float], iterations: int) -> Dist:
@@ -170,6 +277,7 @@ def build(
     wall_us: Sequence[float],
     environment: Mapping[str, str],
     unlinked: int = 0,
+    gpu_states: tuple[Mapping[str, str], ...] = (),
 ) -> Measurement:
     """Aggregate attributed activities (see :func:`kernelgate.attribute.attribute`) per iteration."""
     from kernelgate.attribute import busy_us
@@ -222,4 +330,5 @@ def build(
         kernels=tuple(kernels),
         environment=environment,
         unlinked=unlinked,
+        gpu_states=gpu_states,
     )

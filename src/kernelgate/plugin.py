@@ -6,6 +6,7 @@ Thin and lazy: options, configuration and the session state live here; torch and
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import datetime
 from importlib import metadata
@@ -31,6 +32,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     add("--kernelgate", action="store_true", help="enable kernelgate without a [tool.kernelgate] table")
     add("--kernelgate-disable", action="store_true", help="turn kernelgate off for this run")
     add("--kernelgate-save", action="store_true", help="record baselines/<arch>/ instead of comparing")
+    add(
+        "--kernelgate-append",
+        action="store_true",
+        help="with --kernelgate-save: add this run as one more round to the baseline instead of replacing it",
+    )
+    add("--kernelgate-no-confirm", action="store_true", help="fail without re-measuring in a fresh process")
+    add("--kernelgate-confirm-out", metavar="PATH", help=argparse.SUPPRESS)
     add("--kernelgate-baseline-dir", metavar="DIR", help="baseline folder (default: baselines)")
     add("--kernelgate-threshold", metavar="PCT", help="layer threshold, e.g. 10%%")
     add("--kernelgate-kernel-threshold", metavar="PCT", help="kernel threshold, e.g. 25%%")
@@ -103,6 +111,8 @@ def load_config(config: pytest.Config) -> tuple[cfg.GateConfig, bool]:
         updates["baseline_dir"] = Path(opt("kernelgate_baseline_dir")).resolve()
     if opt("kernelgate_missing_baseline"):
         updates["missing_baseline"] = cfg.MissingBaseline(opt("kernelgate_missing_baseline"))
+    if opt("kernelgate_no_confirm"):
+        updates["confirm"] = False
     rules = tuple(cfg.parse_cli_rule(r) for r in opt("kernelgate_rule"))
     updates["rules"] = gate.rules + rules
     return dataclasses.replace(gate, **updates), found
@@ -140,7 +150,15 @@ def pytest_configure(config: pytest.Config) -> None:
         slow_extra_runs=extra,
         iterations=config.getoption("kernelgate_iterations"),
         out_dir=Path(config.getoption("kernelgate_out")).resolve(),
+        append=bool(config.getoption("kernelgate_append")),
+        confirm_out=Path(config.getoption("kernelgate_confirm_out")).resolve()
+        if config.getoption("kernelgate_confirm_out")
+        else None,
     )
+    if options.append and not options.save:
+        raise pytest.UsageError(
+            "--kernelgate-append adds a round to a saved baseline: use it with --kernelgate-save"
+        )
     arch = detect_arch_key(force_cpu=options.device == "cpu")
     config.stash[STATE_KEY] = State(config=gate_config, options=options, arch_hint=arch)
     # pytest-benchmark's own --benchmark-compare/--benchmark-save then use the same folder.
@@ -160,7 +178,7 @@ def kernelgate(request: pytest.FixtureRequest, benchmark: Any) -> KernelGate:
         )
     from kernelgate.gate import KernelGate
 
-    return KernelGate(state, benchmark, request.node.name)
+    return KernelGate(state, benchmark, request.node)
 
 
 def _write(config: pytest.Config, state: State, path: Path, merge: bool) -> None:
@@ -169,7 +187,7 @@ def _write(config: pytest.Config, state: State, path: Path, merge: bool) -> None
     entries = list(state.measured)
     if merge and path.exists():
         try:
-            entries = baseline.merge(path, entries)
+            entries = baseline.merge(path, entries, append=state.options.append)
         except baseline.BaselineError as exc:
             state.notes.append(f"replaced an unreadable baseline, as --kernelgate-save asked: {exc}")
     hook = config.hook

@@ -31,10 +31,26 @@ def limit(delta: Delta) -> str:
     return f"{100 * delta.threshold.rel:.0f} %, floor {delta.threshold.floor_us:g} µs"
 
 
+def evidence(delta: Delta) -> str:
+    """Significance, noise and confirmation of a verdict, where the rule computed them."""
+    parts = []
+    if delta.p_value is not None:
+        parts.append(f"p={delta.p_value:.1g}")
+    if delta.noise_pct is not None and delta.noise_pct > 0:
+        parts.append(f"round spread {delta.noise_pct:.1f} %")
+    if delta.confirm_us is not None and not delta.note:
+        parts.append(f"confirmed in a fresh process: {us(delta.confirm_us)}")
+    if delta.note:
+        parts.append(delta.note)
+    return "; ".join(parts)
+
+
 def _line(delta: Delta, label: str) -> str:
+    extra = evidence(delta)
     return (
         f"{label}: {us(delta.baseline_us)} -> {us(delta.current_us)} "
-        f"({pct(delta.delta_pct)}, {delta.delta_us:+.1f} µs; threshold {limit(delta)})"
+        f"({pct(delta.delta_pct)}, {delta.delta_us:+.1f} µs; threshold {limit(delta)}"
+        f"{'; ' + extra if extra else ''})"
     )
 
 
@@ -96,6 +112,7 @@ def failure_message(comparison: Comparison, layer_types: dict[str, str], baselin
     extra = ", ".join(f"{n} {v.value}" for v, n in others.items() if n)
     if extra:
         lines.append(f"  not failing: {extra} layer(s)")
+    lines += [f"  note: {note}" for note in comparison.notes]
     lines.append(f"  baseline: {baseline_path}")
     lines.append(
         "  if this change is intended, re-record: "

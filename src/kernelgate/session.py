@@ -27,6 +27,8 @@ class Options:
     slow_extra_runs: int = 1
     iterations: int | None = None
     out_dir: Path = Path(".kernelgate")
+    append: bool = False
+    confirm_out: Path | None = None
 
 
 @dataclass
