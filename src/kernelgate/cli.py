@@ -28,11 +28,14 @@ def _compare(args: argparse.Namespace) -> int:
         print(f"kernelgate: {exc}", file=sys.stderr)
         return 2
     failed = False
+    by_id = {e.measurement.benchmark: e for e in base.values()}
     for fullname, entry in current.items():
-        if fullname not in base:
+        # by pytest node id; else by benchmark id (the same suite run from another tree or folder)
+        match = base.get(fullname) or by_id.get(entry.measurement.benchmark)
+        if match is None:
             print(f"{entry.measurement.benchmark}: no baseline entry in {args.baseline}")
             continue
-        comparison = compare(base[fullname].measurement, entry.measurement, gate)
+        comparison = compare(match.measurement, entry.measurement, gate)
         types = {lay.name: lay.type for lay in entry.measurement.layers}
         if args.all:
             print(layer_table(comparison, types))
@@ -42,6 +45,26 @@ def _compare(args: argparse.Namespace) -> int:
         else:
             print(f"{comparison.benchmark}: pass")
     return 1 if failed else 0
+
+
+def _record(args: argparse.Namespace) -> int:
+    from kernelgate.ab import record
+
+    return record(args.rounds, args.pytest_args or ["benchmarks"], Path.cwd())
+
+
+def _ab(args: argparse.Namespace) -> int:
+    from kernelgate.ab import run_ab
+
+    work = Path(args.work).resolve()
+    files = run_ab(Path.cwd(), args.base, args.rounds, args.pytest_args or ["benchmarks"], work)
+    if files is None:
+        return 2
+    base, head = files
+    print(f"kernelgate: A/B {args.base} (base) vs the working tree (head), {args.rounds} rounds each")
+    return _compare(
+        argparse.Namespace(baseline=str(base), current=str(head), config=args.config, all=args.all)
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -60,7 +83,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     cmp.add_argument("--all", action="store_true", help="also print every layer's delta")
     cmp.set_defaults(run=_compare)
+    rec = sub.add_parser("record", help="record baselines in several rounds (separate pytest processes)")
+    rec.add_argument("--rounds", type=int, default=3)
+    rec.add_argument("pytest_args", nargs="*", help="after --: pytest arguments (default: benchmarks)")
+    rec.set_defaults(run=_record)
+    ab = sub.add_parser(
+        "ab", help="A/B a git ref against the working tree on this GPU (exit 1 on regression)"
+    )
+    ab.add_argument("--base", required=True, help="git ref to compare against, e.g. origin/main or HEAD~1")
+    ab.add_argument("--rounds", type=int, default=3, help="rounds per side, alternating (default 3)")
+    ab.add_argument("--work", default=".kernelgate/ab", help="scratch folder (default .kernelgate/ab)")
+    ab.add_argument("--config", default="pyproject.toml")
+    ab.add_argument("--all", action="store_true", help="also print every layer's delta")
+    ab.add_argument("pytest_args", nargs="*", help="after --: pytest arguments (default: benchmarks)")
+    ab.set_defaults(run=_ab)
     args = parser.parse_args(argv)
+    if getattr(args, "rounds", 1) < 1:
+        parser.error(f"--rounds {args.rounds}: give 1 or more")
     return int(args.run(args))
 
 
