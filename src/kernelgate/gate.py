@@ -81,7 +81,7 @@ class KernelGate:
         if opts.slow_layer:
             slow_down(net, opts.slow_layer, opts.slow_extra_runs)
         gpu = self.device.startswith("cuda")
-        step = _make_step(torch, net, host_input, self.device)
+        step = make_step(torch, net, host_input, self.device)
         trace_path = opts.out_dir / "traces" / f"{_safe(self.node_name)}.json"
         with torch.no_grad():
             for _ in range(3):
@@ -113,26 +113,14 @@ class KernelGate:
         wall: list[float],
         trace_path: Path,
     ) -> measure.Measurement:
-        """Profile, attribute and aggregate one round; read the GPU's state through NVML after it."""
         gpu = self.device.startswith("cuda")
         schedule = GPU_SCHEDULE if gpu else CPU_SCHEDULE
         if self.state.options.iterations:
             schedule = profile.Schedule(schedule.wait, schedule.warmup, self.state.options.iterations)
-        profile.run(step, net, gpu=gpu, schedule=schedule, trace_path=trace_path)
-        gpu_state = environment.gpu_state() if gpu else {}
-        parsed = trace.parse(trace_path, gpu=gpu)
-        frame = attribute.attribute(parsed, layers)
-        return measure.build(
-            frame,
-            benchmark=bench_id,
-            arch=environment.torch_arch_key(torch, self.device),
-            device=self.device,
-            iterations=len(parsed.steps),
-            wall_us=wall,
-            environment=environment.collect(torch, self.device),
-            unlinked=parsed.unlinked,
-            gpu_states=(gpu_state,) if gpu_state else (),
-        )
+        return measure_module(
+            torch, step, net, layers, bench_id=bench_id, device=self.device, schedule=schedule,
+            wall_us=wall, trace_path=trace_path,
+        )  # fmt: skip
 
     def _confirm(self) -> tuple[measure.Measurement | None, str]:
         """Measure this benchmark again in a fresh process (a new round) and return its record."""
@@ -205,7 +193,39 @@ class KernelGate:
         warnings.warn(message, MissingBaselineWarning, stacklevel=2)
 
 
-def _make_step(torch: Any, net: Any, host_input: Any, device: str) -> Callable[[], None]:
+def measure_module(
+    torch: Any,
+    step: Callable[[], None],
+    net: Any,
+    layers: Layers,
+    *,
+    bench_id: str,
+    device: str,
+    schedule: profile.Schedule,
+    wall_us: list[float],
+    trace_path: Path,
+) -> measure.Measurement:
+    """Profile, attribute and aggregate one round; read the GPU's state through NVML after it."""
+    gpu = device.startswith("cuda")
+    profile.run(step, net, gpu=gpu, schedule=schedule, trace_path=trace_path)
+    gpu_state = environment.gpu_state() if gpu else {}
+    parsed = trace.parse(trace_path, gpu=gpu)
+    frame = attribute.attribute(parsed, layers)
+    return measure.build(
+        frame,
+        benchmark=bench_id,
+        arch=environment.torch_arch_key(torch, device),
+        device=device,
+        iterations=len(parsed.steps),
+        wall_us=wall_us,
+        environment=environment.collect(torch, device),
+        unlinked=parsed.unlinked,
+        gpu_states=(gpu_state,) if gpu_state else (),
+    )
+
+
+def make_step(torch: Any, net: Any, host_input: Any, device: str) -> Callable[[], None]:
+    """One inference: copy the input to the device (range ``kg/input``), forward, synchronize."""
     gpu = device.startswith("cuda")
 
     def step() -> None:
