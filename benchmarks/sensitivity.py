@@ -165,19 +165,13 @@ class Setting:
 
 
 SETTINGS = [
-    Setting("layer 10 %, kernel 25 %, total 5 %, floor 5 µs", GateConfig()),
     Setting(
-        "layer 3 %, kernel 25 %, total 1 %, floor 0.5 µs",
-        GateConfig(layer_threshold=0.03, total_threshold=0.01, floor_us=0.5),
+        "layer 10 %, total 5 %, floor 5 µs",
+        GateConfig(layer_threshold=0.10, total_threshold=0.05, floor_us=5.0),
     ),
-    Setting(
-        "layer 2.5 %, kernel 25 %, total 0.75 %, floor 0.5 µs",
-        GateConfig(layer_threshold=0.025, total_threshold=0.0075, floor_us=0.5),
-    ),
-    Setting(
-        "layer 2 %, kernel 25 %, total 0.5 %, floor 0.5 µs",
-        GateConfig(layer_threshold=0.02, total_threshold=0.005, floor_us=0.5),
-    ),
+    Setting("layer 3 %, total 1 % (defaults)", GateConfig()),
+    Setting("layer 2.5 %, total 0.75 %", GateConfig(layer_threshold=0.025, total_threshold=0.0075)),
+    Setting("layer 2 %, total 0.5 %", GateConfig(layer_threshold=0.02, total_threshold=0.005)),
 ]
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import replace
 
 import pytest
@@ -10,6 +11,11 @@ from factories import ARCH, BENCHMARK, dist, measurement
 from kernelgate.compare import Delta, Verdict, compare, fail_set, median_rule
 from kernelgate.config import GateConfig, Rule, Scope, Threshold
 from kernelgate.measure import Measurement
+
+# The thresholds these cases were written for (explicit, so a change of defaults does not move them).
+TEN_FIVE = GateConfig(
+    layer_threshold=0.10, kernel_threshold=0.25, total_threshold=0.05, floor_us=5.0, kernel_floor_us=5.0
+)
 
 TEN_PCT_5US = Threshold(rel=0.10, floor_us=5.0)
 
@@ -67,7 +73,7 @@ def test_compare_judges_total_layers_and_kernels() -> None:
         {"model.0": 150.0, "model.1": 150.0, "model.2": 301.0},
         {"model.0.conv :: gemm": 130.0, "model.1.cv1 :: gemm": 100.0, "model.2 :: cat": 21.0},
     )
-    result = compare(base, cur, GateConfig())
+    result = compare(base, cur, TEN_FIVE)
     assert (result.benchmark, result.arch) == (BENCHMARK, ARCH)
     assert verdicts(result.of(Scope.TOTAL)) == {"total": Verdict.UNCHANGED}  # 600 -> 601
     assert verdicts(result.of(Scope.LAYER)) == {
@@ -91,7 +97,9 @@ def test_compare_records_thresholds_and_medians() -> None:
     result = compare(
         measurement({"model.0": [100.0, 110.0, 120.0]}, {"model.0.conv :: gemm": 80.0}),
         measurement({"model.0": [130.0, 140.0, 150.0]}, {"model.0.conv :: gemm": 80.0}),
-        GateConfig(layer_threshold=0.2, kernel_threshold=0.3, total_threshold=0.05, floor_us=2.0),
+        GateConfig(
+            layer_threshold=0.2, kernel_threshold=0.3, total_threshold=0.05, floor_us=2.0, kernel_floor_us=2.0
+        ),
     )
     (layer,) = result.of(Scope.LAYER)
     assert (layer.baseline_us, layer.current_us, layer.delta_us) == (110.0, 140.0, 30.0)
@@ -104,7 +112,9 @@ def test_compare_records_thresholds_and_medians() -> None:
 def test_compare_uses_rules_for_the_current_arch_and_benchmark() -> None:
     base = measurement({"model.0": 100.0, "model.1": 100.0})
     cur = measurement({"model.0": 130.0, "model.1": 130.0}, total=200.0)
-    config = GateConfig(rules=(Rule(arch=ARCH, benchmark="yolov8n*", name="model.1", threshold=0.5),))
+    config = dataclasses.replace(
+        TEN_FIVE, rules=(Rule(arch=ARCH, benchmark="yolov8n*", name="model.1", threshold=0.5),)
+    )
     assert verdicts(compare(base, cur, config).of(Scope.LAYER)) == {
         "model.0": Verdict.REGRESSED,
         "model.1": Verdict.UNCHANGED,
@@ -125,7 +135,7 @@ def test_changes_under_the_floor_or_under_the_percentage_do_not_fail() -> None:
         {"model.0.conv :: a": 16.0, "model.1.m.0 :: b": 1000.0, "model.2 :: c": 8.0},
         total=1325.0,  # +5 µs, +0.4 %
     )
-    result = compare(base, cur, GateConfig(fail_on_new=True, fail_on_missing=True))
+    result = compare(base, cur, dataclasses.replace(TEN_FIVE, fail_on_new=True, fail_on_missing=True))
     assert {d.verdict for d in result.deltas} == {Verdict.UNCHANGED}
     assert result.failures == ()
     assert result.failed is False
@@ -134,7 +144,7 @@ def test_changes_under_the_floor_or_under_the_percentage_do_not_fail() -> None:
 def test_a_total_regression_alone_fails() -> None:
     base = measurement({"model.0": 100.0, "model.1": 100.0})
     cur = measurement({"model.0": 109.0, "model.1": 109.0})  # each +9 %, the total +18 µs = +9 %
-    result = compare(base, cur, GateConfig())
+    result = compare(base, cur, TEN_FIVE)
     assert [(d.scope, d.verdict) for d in result.failures] == [(Scope.TOTAL, Verdict.REGRESSED)]
 
 
@@ -154,7 +164,7 @@ def changed_model() -> tuple[Measurement, Measurement]:
 
 def test_new_and_missing_are_reported(changed_model: tuple[Measurement, Measurement]) -> None:
     base, cur = changed_model
-    result = compare(base, cur, GateConfig())
+    result = compare(base, cur, TEN_FIVE)
     assert verdicts(result.of(Scope.LAYER)) == {
         "model.0": Verdict.UNCHANGED,
         "model.2": Verdict.NEW,
@@ -179,11 +189,11 @@ def test_new_and_missing_are_reported(changed_model: tuple[Measurement, Measurem
 @pytest.mark.parametrize(
     ("config", "failing"),
     [
-        (GateConfig(), set()),
-        (GateConfig(fail_on_new=True), {"model.2", "model.2 :: new"}),
-        (GateConfig(fail_on_missing=True), {"model.1", "model.1 :: old"}),
+        (TEN_FIVE, set()),
+        (dataclasses.replace(TEN_FIVE, fail_on_new=True), {"model.2", "model.2 :: new"}),
+        (dataclasses.replace(TEN_FIVE, fail_on_missing=True), {"model.1", "model.1 :: old"}),
         (
-            GateConfig(fail_on_new=True, fail_on_missing=True),
+            dataclasses.replace(TEN_FIVE, fail_on_new=True, fail_on_missing=True),
             {"model.1", "model.1 :: old", "model.2", "model.2 :: new"},
         ),
     ],
@@ -198,8 +208,8 @@ def test_new_and_missing_fail_only_when_configured(
 
 
 def test_fail_set() -> None:
-    assert fail_set(GateConfig()) == {Verdict.REGRESSED}
-    assert fail_set(GateConfig(fail_on_new=True, fail_on_missing=True)) == {
+    assert fail_set(TEN_FIVE) == {Verdict.REGRESSED}
+    assert fail_set(dataclasses.replace(TEN_FIVE, fail_on_new=True, fail_on_missing=True)) == {
         Verdict.REGRESSED,
         Verdict.NEW,
         Verdict.MISSING,
@@ -230,7 +240,7 @@ def test_kernels_of_a_layer_sorted_by_absolute_change() -> None:
             "model.1 :: other": 110.0,  # another layer
         },
     )
-    result = compare(base, cur, GateConfig())
+    result = compare(base, cur, TEN_FIVE)
     assert [(d.name, d.delta_us) for d in result.kernels_of("model.0")] == [
         ("model.0.conv :: faster", -40.0),
         ("model.0.act :: added", 35.0),
@@ -246,7 +256,7 @@ def test_kernel_deltas_carry_calls_per_iteration() -> None:
     base = measurement({"model.0": 100.0}, {"model.0.conv :: gemm": 100.0, "model.0.bn :: gone": 5.0})
     cur = measurement({"model.0": 100.0}, {"model.0.conv :: gemm": 100.0})
     cur = replace(cur, kernels=(replace(cur.kernels[0], calls=2.0),))
-    result = compare(base, cur, GateConfig())
+    result = compare(base, cur, TEN_FIVE)
     assert [(d.name, d.baseline_calls, d.current_calls) for d in result.of(Scope.KERNEL)] == [
         ("model.0.conv :: gemm", 1.0, 2.0),
         ("model.0.bn :: gone", 1.0, None),

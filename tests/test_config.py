@@ -115,12 +115,9 @@ def test_from_table_reads_every_key() -> None:
 def test_from_table_defaults_put_baselines_next_to_pyproject() -> None:
     cfg = from_table({}, "t", ROOT)
     assert cfg == GateConfig(baseline_dir=ROOT / "baselines")
-    assert (cfg.layer_threshold, cfg.kernel_threshold, cfg.total_threshold, cfg.floor_us) == (
-        0.10,
-        0.25,
-        0.05,
-        5.0,
-    )
+    # the defaults chosen from the H200 sensitivity measurement (docs/sensitivity.md)
+    assert (cfg.layer_threshold, cfg.kernel_threshold, cfg.total_threshold) == (0.03, 0.25, 0.01)
+    assert (cfg.floor_us, cfg.kernel_floor_us, cfg.alpha, cfg.confirm) == (0.5, 2.0, 0.01, True)
 
 
 def test_from_table_refuses_unknown_keys_and_names_them() -> None:
@@ -156,19 +153,22 @@ def test_from_table_refuses_bad_values(table: dict[str, object], says: str) -> N
 
 
 def test_threshold_without_rules_is_the_scope_default() -> None:
-    cfg = GateConfig(layer_threshold=0.1, kernel_threshold=0.25, total_threshold=0.05, floor_us=5.0)
+    cfg = GateConfig(
+        layer_threshold=0.1, kernel_threshold=0.25, total_threshold=0.05, floor_us=5.0, kernel_floor_us=7.0
+    )
     assert cfg.threshold("sm90", "b", Scope.TOTAL, "total") == Threshold(0.05, 5.0)
     assert cfg.threshold("sm90", "b", Scope.LAYER, "model.0") == Threshold(0.1, 5.0)
-    assert cfg.threshold("sm90", "b", Scope.KERNEL, "model.0.conv :: k") == Threshold(0.25, 5.0)
+    assert cfg.threshold("sm90", "b", Scope.KERNEL, "model.0.conv :: k") == Threshold(0.25, 7.0)
 
 
 def test_threshold_last_matching_rule_wins() -> None:
     cfg = GateConfig(
+        layer_threshold=0.1,
         rules=(
             Rule(name="model.*", threshold=0.2),
             Rule(name="model.22*", threshold=0.3),
             Rule(name="model.2*", threshold=0.4),
-        )
+        ),
     )
     assert cfg.threshold("a", "b", Scope.LAYER, "model.22").rel == 0.4
     assert cfg.threshold("a", "b", Scope.LAYER, "model.5").rel == 0.2
@@ -202,7 +202,8 @@ def test_rule_globs(rule: Rule, arch: str, bench: str, scope: Scope, name: str, 
 
 def test_a_rule_applies_only_when_every_field_matches() -> None:
     cfg = GateConfig(
-        rules=(Rule(arch="sm90-*", benchmark="yolov8n*", scope="layer", name="model.9", threshold=0.3),)
+        layer_threshold=0.1,
+        rules=(Rule(arch="sm90-*", benchmark="yolov8n*", scope="layer", name="model.9", threshold=0.3),),
     )
     assert cfg.threshold("sm90-nvidia-h200", "yolov8n-fp32", Scope.LAYER, "model.9").rel == 0.3
     assert cfg.threshold("sm80-nvidia-a100", "yolov8n-fp32", Scope.LAYER, "model.9").rel == 0.1

@@ -62,10 +62,12 @@ class Rule:
 
 @dataclass(frozen=True)
 class GateConfig:
-    layer_threshold: float = 0.10
+    # Defaults from the sensitivity measurement on the H200 (docs/sensitivity.md).
+    layer_threshold: float = 0.03
     kernel_threshold: float = 0.25
-    total_threshold: float = 0.05
-    floor_us: float = 5.0
+    total_threshold: float = 0.01
+    floor_us: float = 0.5
+    kernel_floor_us: float = 2.0
     rules: tuple[Rule, ...] = ()
     baseline_dir: Path = Path("baselines")
     missing_baseline: MissingBaseline = MissingBaseline.FAIL
@@ -80,7 +82,7 @@ class GateConfig:
             Scope.LAYER: self.layer_threshold,
             Scope.KERNEL: self.kernel_threshold,
         }[scope]
-        floor = self.floor_us
+        floor = self.kernel_floor_us if scope is Scope.KERNEL else self.floor_us
         for rule in self.rules:
             if rule.matches(arch, benchmark, scope, name):
                 rel = rule.threshold if rule.threshold is not None else rel
@@ -154,6 +156,7 @@ _SIMPLE_KEYS = {
     "kernel_threshold",
     "total_threshold",
     "floor_us",
+    "kernel_floor_us",
     "baseline_dir",
     "missing_baseline",
     "fail_on_new",
@@ -173,8 +176,9 @@ def from_table(table: Mapping[str, Any], where: str, root: Path) -> GateConfig:
     for key in ("layer_threshold", "kernel_threshold", "total_threshold"):
         if key in table:
             updates[key] = parse_fraction(table[key], f"{where}.{key}")
-    if "floor_us" in table:
-        updates["floor_us"] = parse_floor(table["floor_us"], f"{where}.floor_us")
+    for key in ("floor_us", "kernel_floor_us"):
+        if key in table:
+            updates[key] = parse_floor(table[key], f"{where}.{key}")
     if "baseline_dir" in table:
         updates["baseline_dir"] = root / str(table["baseline_dir"])
     if "missing_baseline" in table:

@@ -30,30 +30,53 @@ class Schedule:
         return self.wait + self.warmup + self.active
 
 
+def _names_by_module(model: Any) -> dict[int, list[str]]:
+    """Every name of every submodule: a module shared between parents has several names."""
+    names: dict[int, list[str]] = {}
+    for name, module in model.named_modules(remove_duplicate=False):
+        if name:
+            names.setdefault(id(module), []).append(name)
+    return names
+
+
+def pick_name(names: list[str], caller: str | None) -> str:
+    """The name of a (possibly shared) module as called from inside module ``caller``."""
+    if len(names) == 1 or caller is None:
+        return names[0]
+    for name in names:
+        if name.rpartition(".")[0] == caller:
+            return name
+    return next((n for n in names if n.startswith(caller + ".")), names[0])
+
+
 @contextmanager
 def module_ranges(model: Any) -> Iterator[None]:
-    """Open a ``kg/<name>`` profiler range around the forward of every named submodule."""
+    """Open a ``kg/<name>`` profiler range around the forward of every named submodule.
+
+    A module shared by several parents (Ultralytics' ``Conv.default_act`` is one ``SiLU`` for the
+    whole model) is named after the parent it is called from, not after its first owner.
+    """
     import torch
 
-    open_ranges: list[Any] = []
+    open_ranges: list[tuple[str, Any]] = []
     handles = []
+    names = _names_by_module(model)
 
-    def enter(name: str) -> Callable[..., None]:
-        def hook(module: Any, args: Any) -> None:
-            rf = torch.autograd.profiler.record_function(RANGE_PREFIX + name)
-            rf.__enter__()  # type: ignore[no-untyped-call]
-            open_ranges.append(rf)
-
-        return hook
+    def enter(module: Any, args: Any) -> None:
+        caller = open_ranges[-1][0] if open_ranges else None
+        name = pick_name(names[id(module)], caller)
+        rf = torch.autograd.profiler.record_function(RANGE_PREFIX + name)
+        rf.__enter__()  # type: ignore[no-untyped-call]
+        open_ranges.append((name, rf))
 
     def leave(module: Any, args: Any, output: Any) -> None:
         if open_ranges:
-            open_ranges.pop().__exit__(None, None, None)
+            open_ranges.pop()[1].__exit__(None, None, None)
 
-    for name, module in model.named_modules():
-        if not name:
+    for _, module in model.named_modules():
+        if module is model:
             continue
-        handles.append(module.register_forward_pre_hook(enter(name)))
+        handles.append(module.register_forward_pre_hook(enter))
         handles.append(module.register_forward_hook(leave, always_call=True))
     try:
         yield
@@ -61,7 +84,7 @@ def module_ranges(model: Any) -> Iterator[None]:
         for handle in handles:
             handle.remove()
         while open_ranges:
-            open_ranges.pop().__exit__(None, None, None)
+            open_ranges.pop()[1].__exit__(None, None, None)
 
 
 def run(step: Callable[[], None], model: Any, *, gpu: bool, schedule: Schedule, trace_path: Path) -> Path:

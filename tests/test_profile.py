@@ -1,0 +1,54 @@
+"""Module ranges on the CPU: shared submodules are named after the parent that calls them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+
+from kernelgate import attribute, profile, trace
+from kernelgate.profile import pick_name
+
+
+class Block(torch.nn.Module):
+    def __init__(self, act: torch.nn.Module) -> None:
+        super().__init__()
+        self.conv = torch.nn.Conv2d(4, 4, 3, padding=1)
+        self.act = act  # shared between blocks, like ultralytics' Conv.default_act
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.act(self.conv(x))
+
+
+class Net(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        shared = torch.nn.SiLU()
+        self.model = torch.nn.ModuleList([Block(shared), Block(shared), Block(shared)])
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        for block in self.model:
+            x = block(x)
+        return x
+
+
+def test_pick_name_prefers_the_calling_parent() -> None:
+    names = ["model.0.act", "model.1.act", "model.2.act"]
+    assert pick_name(names, "model.1") == "model.1.act"
+    assert pick_name(names, None) == "model.0.act"
+    assert pick_name(["a.b"], "zzz") == "a.b"
+
+
+def test_a_shared_activation_is_attributed_to_each_calling_layer(tmp_path: Path) -> None:
+    net = Net().eval()
+    x = torch.rand(1, 4, 8, 8)
+    path = tmp_path / "trace.json"
+    with torch.no_grad():
+        profile.run(lambda: net(x), net, gpu=False, schedule=profile.Schedule(0, 1, 2), trace_path=path)
+    frame = attribute.attribute(
+        trace.parse(path, gpu=False), attribute.Layers({f"model.{i}": "" for i in range(3)})
+    )
+    silu = frame[frame["kernel"] == "aten::silu"]
+    assert sorted(set(silu["module"])) == ["model.0.act", "model.1.act", "model.2.act"]
+    assert silu.groupby("iteration").size().tolist() == [3, 3]
+    assert (silu.groupby(["iteration", "layer"]).size() == 1).all()
