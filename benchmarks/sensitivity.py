@@ -169,8 +169,9 @@ SETTINGS = [
         "layer 10 %, total 5 %, floor 5 µs",
         GateConfig(layer_threshold=0.10, total_threshold=0.05, floor_us=5.0),
     ),
-    Setting("layer 3 %, total 1 % (defaults)", GateConfig()),
-    Setting("layer 2.5 %, total 0.75 %", GateConfig(layer_threshold=0.025, total_threshold=0.0075)),
+    Setting("layer 3 %, total 1 %", GateConfig(layer_threshold=0.03)),
+    Setting("layer 2.5 %, total 1 % (defaults)", GateConfig()),
+    Setting("layer 2.5 %, total 0.75 %", GateConfig(total_threshold=0.0075)),
     Setting("layer 2 %, total 0.5 %", GateConfig(layer_threshold=0.02, total_threshold=0.005)),
 ]
 

@@ -116,7 +116,7 @@ def test_from_table_defaults_put_baselines_next_to_pyproject() -> None:
     cfg = from_table({}, "t", ROOT)
     assert cfg == GateConfig(baseline_dir=ROOT / "baselines")
     # the defaults chosen from the H200 sensitivity measurement (docs/sensitivity.md)
-    assert (cfg.layer_threshold, cfg.kernel_threshold, cfg.total_threshold) == (0.03, 0.25, 0.01)
+    assert (cfg.layer_threshold, cfg.kernel_threshold, cfg.total_threshold) == (0.025, 0.25, 0.01)
     assert (cfg.floor_us, cfg.kernel_floor_us, cfg.alpha, cfg.confirm) == (0.5, 2.0, 0.01, True)
 
 

@@ -63,7 +63,7 @@ class Rule:
 @dataclass(frozen=True)
 class GateConfig:
     # Defaults from the sensitivity measurement on the H200 (docs/sensitivity.md).
-    layer_threshold: float = 0.03
+    layer_threshold: float = 0.025
     kernel_threshold: float = 0.25
     total_threshold: float = 0.01
     floor_us: float = 0.5

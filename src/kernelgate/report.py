@@ -27,8 +27,13 @@ def pct(value: float | None) -> str:
     return "—" if value is None else f"{value:+.1f} %"
 
 
+def rel(value: float) -> str:
+    """A threshold as a percentage: 0.025 -> '2.5 %'."""
+    return f"{100 * value:.3g} %"
+
+
 def limit(delta: Delta) -> str:
-    return f"{100 * delta.threshold.rel:.0f} %, floor {delta.threshold.floor_us:g} µs"
+    return f"{rel(delta.threshold.rel)}, floor {delta.threshold.floor_us:g} µs"
 
 
 def evidence(delta: Delta) -> str:
@@ -145,7 +150,7 @@ def summary_table(comparisons: Sequence[Comparison], width: int = 120) -> str:
                 us(delta.baseline_us),
                 us(delta.current_us),
                 pct(delta.delta_pct),
-                f"{100 * delta.threshold.rel:.0f} %",
+                rel(delta.threshold.rel),
                 delta.verdict.value if not comparison.failed or delta in comparison.failures else "pass",
             )
     return _render(table, width)
@@ -169,7 +174,7 @@ def layer_table(comparison: Comparison, layer_types: dict[str, str], width: int 
             us(delta.baseline_us),
             us(delta.current_us),
             pct(delta.delta_pct),
-            f"{100 * delta.threshold.rel:.0f} %",
+            rel(delta.threshold.rel),
             delta.verdict.value,
         )
     return _render(table, width)
