@@ -114,6 +114,12 @@ class Measurement:
     kernels: tuple[KernelStat, ...]
     environment: Mapping[str, str]
     unlinked: int = 0
+    # Why the profile cannot be trusted (dropped events, ...): see kernelgate.integrity. Empty = reliable.
+    unreliable_reasons: tuple[str, ...] = ()
+
+    @property
+    def reliable(self) -> bool:
+        return not self.unreliable_reasons
 
     @property
     def host_overhead_us(self) -> float:
@@ -137,6 +143,8 @@ class Measurement:
             "environment": dict(sorted(self.environment.items())),
             "layers": [lay.to_json() for lay in self.layers],
             "kernels": [k.to_json() for k in self.kernels],
+            "reliable": self.reliable,
+            "unreliable_reasons": list(self.unreliable_reasons),
         }
 
     @classmethod
@@ -153,7 +161,22 @@ class Measurement:
             kernels=tuple(KernelStat.from_json(d) for d in data["kernels"]),
             environment={str(k): str(v) for k, v in data.get("environment", {}).items()},
             unlinked=int(data.get("unlinked_kernels", 0)),
+            unreliable_reasons=_reasons(data),
         )
+
+
+def _reasons(data: Mapping[str, Any]) -> tuple[str, ...]:
+    """``reliable`` and ``unreliable_reasons`` are optional (records before they existed are read as
+    reliable); ``reliable: false`` without a reason still reads as unreliable."""
+    reliable = data.get("reliable", True)
+    reasons = data.get("unreliable_reasons", [])
+    if not isinstance(reliable, bool) or not isinstance(reasons, list):
+        raise ValueError("'reliable' must be true or false and 'unreliable_reasons' a list")
+    if not reliable and not reasons:
+        return ("marked unreliable, no reason given",)
+    if reliable and reasons:
+        raise ValueError("'reliable' is true but 'unreliable_reasons' is not empty")
+    return tuple(str(r) for r in reasons)
 
 
 def _per_iteration(series: pd.Series[float], iterations: int) -> Dist:
