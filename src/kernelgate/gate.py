@@ -5,21 +5,24 @@ This is what the ``kernelgate`` fixture runs. torch is imported here, not in the
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Concatenate, ParamSpec
 
 import pytest
 
-from kernelgate import attribute, baseline, environment, measure, profile, trace
+from kernelgate import attribute, baseline, environment, faults, integrity, measure, profile, trace
 from kernelgate.attribute import Layers
 from kernelgate.compare import Comparison, compare
-from kernelgate.config import MissingBaseline
-from kernelgate.model import YoloSpec, build_yolo, make_input, slow_down
+from kernelgate.config import MissingBaseline, Policy
+from kernelgate.model import YoloSpec, build_yolo, load_checkpoint, make_input, slow_down
+from kernelgate.names import safe_name
 from kernelgate.report import failure_message
-from kernelgate.session import MissingBaselineWarning, State
+from kernelgate.session import MissingBaselineWarning, NotComparedWarning, State
 
 GPU_SCHEDULE = profile.Schedule(wait=1, warmup=2, active=20)
 CPU_SCHEDULE = profile.Schedule(wait=1, warmup=1, active=5)
@@ -48,6 +51,35 @@ class Result:
     trace_path: Path
 
 
+P = ParamSpec("P")
+
+
+def _fails_alone(
+    method: Callable[Concatenate[KernelGate, P], Result],
+) -> Callable[Concatenate[KernelGate, P], Result]:
+    """A benchmark that raises fails alone, with its cause and a note (see :mod:`kernelgate.faults`)."""
+
+    @functools.wraps(method)
+    def run(self: KernelGate, /, *args: P.args, **kwargs: P.kwargs) -> Result:
+        if self.state.cuda_broken and self.device.startswith("cuda"):
+            pytest.fail(
+                "kernelgate: not run: this process's CUDA context is unusable since "
+                f"{self.state.cuda_broken}. Fix that failure, or run this benchmark alone: "
+                f"pytest -k '{self.node_name}'",
+                pytrace=False,
+            )
+        try:
+            return method(self, *args, **kwargs)
+        except Exception as exc:
+            import torch
+
+            broken = faults.note(torch, exc, self.node_name)
+            self.state.cuda_broken = self.state.cuda_broken or broken
+            raise
+
+    return run
+
+
 class KernelGate:
     """The ``kernelgate`` fixture: ``kernelgate.yolo(model="yolov8n", precision="fp16")``."""
 
@@ -57,6 +89,7 @@ class KernelGate:
         self.node_name = node_name
         self.device = pick_device(state.options.device)
 
+    @_fails_alone
     def yolo(
         self, model: str = "yolov8n", precision: str = "fp16", batch: int = 1, imgsz: int = 640
     ) -> Result:
@@ -64,6 +97,26 @@ class KernelGate:
         net, layers = build_yolo(spec, self.device)
         return self.module(net, make_input(spec, self.device), layers, name=spec.id)
 
+    @_fails_alone
+    def checkpoint(
+        self,
+        path: str | Path,
+        precision: str = "fp16",
+        batch: int = 1,
+        imgsz: int = 640,
+        name: str | None = None,
+    ) -> Result:
+        """Gate a model saved as ``.pt`` (an Ultralytics checkpoint or a whole pickled module).
+
+        Loaded with ``torch.load(weights_only=True)`` where possible; a checkpoint that needs
+        unpickling of arbitrary objects loads only with ``--kernelgate-trust-pt`` (see
+        :func:`kernelgate.model.load_pt`).
+        """
+        spec = YoloSpec(model=Path(path).stem, precision=precision, batch=batch, imgsz=imgsz)
+        net, layers = load_checkpoint(Path(path), spec, self.device, trust=self.state.options.trust_pt)
+        return self.module(net, make_input(spec, self.device), layers, name=name or spec.id)
+
+    @_fails_alone
     def module(self, net: Any, host_input: Any, layers: Layers, name: str | None = None) -> Result:
         """Gate any ``nn.Module`` called as ``net(input)``; ``layers`` names its top-level layers.
 
@@ -84,30 +137,77 @@ class KernelGate:
             self.benchmark.pedantic(
                 step, rounds=GPU_ROUNDS if gpu else CPU_ROUNDS, warmup_rounds=2, iterations=1
             )
-            schedule = GPU_SCHEDULE if gpu else CPU_SCHEDULE
-            if opts.iterations:
-                schedule = profile.Schedule(schedule.wait, schedule.warmup, opts.iterations)
-            trace_path = opts.out_dir / "traces" / f"{_safe(self.node_name)}.json"
-            profile.run(step, net, gpu=gpu, schedule=schedule, trace_path=trace_path)
-        parsed = trace.parse(trace_path, gpu=gpu)
-        frame = attribute.attribute(parsed, layers)
-        arch = environment.torch_arch_key(torch, self.device)
+        schedule = GPU_SCHEDULE if gpu else CPU_SCHEDULE
+        if opts.iterations:
+            schedule = profile.Schedule(schedule.wait, schedule.warmup, opts.iterations)
+        trace_path = opts.out_dir / "traces" / f"{safe_name(self.node_name)}.json"
         stats = getattr(self.benchmark, "stats", None)
         wall = [1e6 * t for t in stats.stats.data] if stats else []
+
+        def attempt() -> measure.Measurement:
+            return self._profile(step, net, layers, bench_id, schedule, trace_path, wall)
+
+        result = integrity.measure_reliably(attempt, bench_id)
+        self.benchmark.extra_info["kernelgate"] = result.to_json()
+        self._keep(result, stats)
+        if not result.reliable:
+            self._unreliable(result, trace_path)
+            return Result(result, None, trace_path)
+        comparison = None if opts.save else self._gate(result, layers)
+        return Result(result, comparison, trace_path)
+
+    def _profile(
+        self,
+        step: Callable[[], None],
+        net: Any,
+        layers: Layers,
+        bench_id: str,
+        schedule: profile.Schedule,
+        trace_path: Path,
+        wall: list[float],
+    ) -> measure.Measurement:
+        """Profile once, build the record, and check that it can be trusted (:mod:`kernelgate.integrity`)."""
+        import torch
+
+        gpu = self.device.startswith("cuda")
+        try:
+            with torch.no_grad():
+                profile.run(step, net, gpu=gpu, schedule=schedule, trace_path=trace_path)
+            parsed = trace.parse(trace_path, gpu=gpu)
+        except (profile.ProfilerError, ValueError, OSError) as exc:
+            pytest.fail(f"kernelgate: {bench_id}: {exc}", pytrace=False)
+        frame = attribute.attribute(parsed, layers)
         result = measure.build(
             frame,
             benchmark=bench_id,
-            arch=arch,
+            arch=environment.torch_arch_key(torch, self.device),
             device=self.device,
             iterations=len(parsed.steps),
             wall_us=wall,
             environment=environment.collect(torch, self.device),
             unlinked=parsed.unlinked,
         )
-        self.benchmark.extra_info["kernelgate"] = result.to_json()
-        self._keep(result, stats)
-        comparison = None if opts.save else self._gate(result, layers)
-        return Result(result, comparison, trace_path)
+        reasons = integrity.check_profile(parsed, frame, schedule.active, gpu) + integrity.check_record(
+            result
+        )
+        return dataclasses.replace(result, unreliable_reasons=tuple(reasons))
+
+    def _unreliable(self, result: measure.Measurement, trace_path: Path) -> None:
+        """An unreliable profile is never compared (nor saved); fail or warn as configured."""
+        self.state.unreliable.append(result.benchmark)
+        message = "\n".join(
+            [
+                f"kernelgate: {result.benchmark} on {result.arch}: the profile cannot be trusted, so it was "
+                f"not {'saved' if self.state.options.save else 'compared'}:",
+                *(f"  - {reason}" for reason in result.unreliable_reasons),
+                f"  trace: {shown(trace_path)}",
+                "  run it again; if it persists, see docs/faults.md. To let the run go on regardless, set "
+                'on_unreliable = "warn" in [tool.kernelgate] (or --kernelgate-on-unreliable=warn).',
+            ]
+        )
+        if self.state.config.on_unreliable is Policy.FAIL:
+            pytest.fail(message, pytrace=False)
+        warnings.warn(message, NotComparedWarning, stacklevel=2)
 
     def _keep(self, result: measure.Measurement, stats: Any) -> None:
         if stats is None:
@@ -125,13 +225,14 @@ class KernelGate:
     def _gate(self, result: measure.Measurement, layers: Layers) -> Comparison | None:
         path = baseline.path_for(self.state.config.baseline_dir, result.arch)
         try:
-            entries = self.state.baseline_entries(path)
+            entries = self.state.baseline_entries(path, result.arch)
         except baseline.BaselineError as exc:
             pytest.fail(f"kernelgate: {exc}", pytrace=False)
         entry = entries.get(self.benchmark.fullname)
         if entry is None:
             self._no_baseline(result, path)
             return None
+        _check_baseline_entry(entry, shown(path))
         comparison = compare(entry.measurement, result, self.state.config)
         self.state.comparisons.append(comparison)
         if comparison.failed:
@@ -148,6 +249,19 @@ class KernelGate:
         if self.state.config.missing_baseline is MissingBaseline.FAIL:
             pytest.fail(message, pytrace=False)
         warnings.warn(message, MissingBaselineWarning, stacklevel=2)
+
+
+def _check_baseline_entry(entry: baseline.Entry, path: str) -> None:
+    """A baseline entry that was unreliable when recorded, or does not add up (edited by hand), is
+    not a yardstick: fail, naming the entry and the fix."""
+    problems = list(entry.measurement.unreliable_reasons) + integrity.check_record(entry.measurement)
+    if problems:
+        pytest.fail(
+            f"kernelgate: the baseline of {entry.measurement.benchmark} in {path} cannot be trusted: "
+            f"{'; '.join(problems)}. Re-record it: pytest benchmarks --kernelgate-save "
+            f"-k '{entry.measurement.benchmark}'",
+            pytrace=False,
+        )
 
 
 def _make_step(torch: Any, net: Any, host_input: Any, device: str) -> Callable[[], None]:
@@ -169,7 +283,3 @@ def shown(path: Path) -> str:
         return str(path.resolve().relative_to(Path.cwd()))
     except ValueError:
         return str(path)
-
-
-def _safe(name: str) -> str:
-    return "".join(c if c.isalnum() or c in "-_." else "_" for c in name)[:200]
