@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
@@ -224,3 +225,44 @@ def test_twice_unreliable_stays_unreliable_with_every_reason() -> None:
     assert len(calls) == 2
     assert result.to_json()["reliable"] is False
     assert Measurement.from_json(result.to_json()).unreliable_reasons == result.unreliable_reasons
+
+
+# --- a real H200 trace (yolov8n fp16, 2 profiled steps, 450 kernels each) ---------------------------
+
+REAL_TRACE = Path(__file__).parent / "data" / "yolov8n-fp16-h200-2steps.trace.json.gz"
+YOLO = Layers({f"model.{i}": "" for i in range(23)})
+
+
+@pytest.fixture(scope="module")
+def real_events() -> list[dict[str, Any]]:
+    return trace.load_events(REAL_TRACE)
+
+
+def real_reasons(evts: list[dict[str, Any]]) -> list[str]:
+    parsed = trace.parse_gpu(evts)
+    frame = attribute.attribute(parsed, YOLO)
+    m = build(frame, benchmark="b", arch="a", device="cuda", iterations=2, wall_us=[], environment={})
+    return check_profile(parsed, frame, 2, gpu=True) + check_record(m)
+
+
+def test_a_real_h200_profile_is_reliable(real_events: list[dict[str, Any]]) -> None:
+    assert real_reasons(real_events) == []
+
+
+def test_a_real_h200_profile_that_lost_its_first_steps_kernels_is_not(
+    real_events: list[dict[str, Any]],
+) -> None:
+    """What pytorch/pytorch#192021 describes, applied to a real trace: step 0's kernel records go."""
+    steps = sorted(
+        (e for e in real_events if str(e.get("name", "")).startswith("ProfilerStep#")), key=lambda e: e["ts"]
+    )
+    second = steps[1]["ts"]
+    dropped = [e for e in real_events if not (e.get("cat") in trace.GPU_CATEGORIES and e["ts"] < second)]
+    assert len(dropped) < len(real_events)
+    reasons = real_reasons(dropped)
+    assert (
+        reasons[0]
+        == "kernels per iteration differ (iteration 0: 0; the other 1: 450): the profiler dropped events"
+    )
+    # 450 activities: 449 kernels and the input copy (a cudaMemcpyAsync, not a kernel launch)
+    assert reasons[1].startswith("449 kernel launches in iteration(s) 0 have no kernel record")
