@@ -170,12 +170,19 @@ class KernelGate:
         import torch
 
         gpu = self.device.startswith("cuda")
-        try:
-            with torch.no_grad():
+        with torch.no_grad():
+            try:
                 profile.run(step, net, gpu=gpu, schedule=schedule, trace_path=trace_path)
+            except profile.ProfilerError as exc:
+                pytest.fail(f"kernelgate: {bench_id}: {exc}", pytrace=False)
+        try:
             parsed = trace.parse(trace_path, gpu=gpu)
-        except (profile.ProfilerError, ValueError, OSError) as exc:
-            pytest.fail(f"kernelgate: {bench_id}: {exc}", pytrace=False)
+        except (ValueError, OSError) as exc:
+            pytest.fail(
+                f"kernelgate: {bench_id}: torch.profiler wrote a trace that cannot be read "
+                f"({shown(trace_path)}: {type(exc).__name__}: {exc}); nothing was measured.",
+                pytrace=False,
+            )
         frame = attribute.attribute(parsed, layers)
         result = measure.build(
             frame,
@@ -187,9 +194,8 @@ class KernelGate:
             environment=environment.collect(torch, self.device),
             unlinked=parsed.unlinked,
         )
-        reasons = integrity.check_profile(parsed, frame, schedule.active, gpu) + integrity.check_record(
-            result
-        )
+        reasons = integrity.check_profile(parsed, frame, schedule.active, gpu)
+        reasons += integrity.check_record(result)
         return dataclasses.replace(result, unreliable_reasons=tuple(reasons))
 
     def _unreliable(self, result: measure.Measurement, trace_path: Path) -> None:
