@@ -250,3 +250,10 @@ def test_a_baseline_entry_that_is_unreliable_or_does_not_add_up_is_not_a_yardsti
     marked = replace(good, unreliable_reasons=("kernels per iteration differ",))
     with pytest.raises(pytest.fail.Exception, match="cannot be trusted: kernels per iteration differ"):
         _check_baseline_entry(entry("b::t", marked), "f.json")
+
+
+def test_collect_only_is_not_judged(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_suite=SKIPPED)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--kernelgate", "--collect-only")
+    assert result.ret == pytest.ExitCode.OK
+    assert "nothing was compared" not in result.stdout.str()

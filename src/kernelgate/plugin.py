@@ -245,7 +245,8 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         reliable = [e for e in state.measured if e.measurement.reliable]
         if state.options.save and reliable:
             _write(session.config, state, state.config.baseline_dir / arch / FILE_NAME, reliable, True)
-    outcome = state.nothing_compared()
+    ran = not any(session.config.getoption(o, False) for o in ("collectonly", "setuponly", "setupplan"))
+    outcome = state.nothing_compared() if ran else None
     if outcome is not None:
         if state.config.on_nothing_compared is cfg.Policy.FAIL:
             state.errors.append(outcome)
