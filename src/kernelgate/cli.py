@@ -16,7 +16,7 @@ from kernelgate.report import failure_message, layer_table
 
 def _arch(args: argparse.Namespace) -> int:
     key = detect_arch_key(force_cpu=args.cpu)
-    print(Path(args.baseline_dir) / key / baseline.FILE_NAME if args.path else key)
+    print(baseline.path_for(Path(args.baseline_dir), key) if args.path else key)
     return 0
 
 

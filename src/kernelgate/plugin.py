@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from kernelgate import config as cfg
-from kernelgate.baseline import FILE_NAME
+from kernelgate.baseline import path_for
 
 if TYPE_CHECKING:
     from kernelgate.baseline import Entry
@@ -240,11 +240,11 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     if state.measured:
         arch = state.measured[0].measurement.arch
         _write(
-            session.config, state, state.options.out_dir / "results" / arch / FILE_NAME, state.measured, False
+            session.config, state, path_for(state.options.out_dir / "results", arch), state.measured, False
         )
         reliable = [e for e in state.measured if e.measurement.reliable]
         if state.options.save and reliable:
-            _write(session.config, state, state.config.baseline_dir / arch / FILE_NAME, reliable, True)
+            _write(session.config, state, path_for(state.config.baseline_dir, arch), reliable, True)
     ran = not any(session.config.getoption(o, False) for o in ("collectonly", "setuponly", "setupplan"))
     outcome = state.nothing_compared() if ran else None
     if outcome is not None:
