@@ -291,3 +291,31 @@ def test_the_repository_pyproject_is_a_valid_config() -> None:
     cfg, found = load_pyproject(Path(__file__).resolve().parents[1] / "pyproject.toml")
     assert found is True
     assert isinstance(cfg, GateConfig)
+
+
+# --- policies for ends without a comparison -----------------------------------------------------
+
+
+def test_policies_default_to_fail_and_read_from_the_table() -> None:
+    from kernelgate.config import Policy
+
+    assert (GateConfig().on_unreliable, GateConfig().on_nothing_compared) == (Policy.FAIL, Policy.FAIL)
+    cfg = from_table({"on_unreliable": "warn", "on_nothing_compared": "warn"}, "t", ROOT)
+    assert (cfg.on_unreliable, cfg.on_nothing_compared) == (Policy.WARN, Policy.WARN)
+
+
+@pytest.mark.parametrize(
+    ("table", "says"),
+    [
+        ({"on_unreliable": "ignore"}, r"t\.on_unreliable = 'ignore'; use 'fail' or 'warn'"),
+        ({"on_nothing_compared": False}, r"t\.on_nothing_compared = False; use 'fail' or 'warn'"),
+        ({"on_nothing_compared": ["warn"]}, r"t\.on_nothing_compared = \['warn'\]; use 'fail' or 'warn'"),
+        ({"rules": [5]}, r"t\.rules\[0\] = 5 must be a table"),
+        ({"rules": [{"name": 22}]}, r"t\.rules\[0\]\.name = 22 must be a string"),
+        ({"baseline_dir": 5}, r"t\.baseline_dir = 5 must be a folder path"),
+        ({"baseline_dir": ""}, r"t\.baseline_dir = '' must be a folder path"),
+    ],
+)
+def test_from_table_refuses_bad_policies_and_types(table: dict[str, object], says: str) -> None:
+    with pytest.raises(ConfigError, match=says):
+        from_table(table, "t", ROOT)

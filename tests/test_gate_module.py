@@ -88,6 +88,9 @@ def test_missing_baseline_can_be_set_to_warn(pytester: pytest.Pytester) -> None:
     result = pytester.runpytest_subprocess(*ARGS, "--kernelgate-missing-baseline=warn")
     result.assert_outcomes(passed=1, warnings=1)
     result.stdout.fnmatch_lines(["*MissingBaselineWarning: kernelgate: no baseline for 'tiny-good'*"])
+    # The test passes, but a run that compared nothing does not: on_nothing_compared decides.
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines(["*FAILED kernelgate: nothing was compared: *(1 without a baseline)*"])
 
 
 def test_layers_of_a_plain_module_are_attributed(pytester: pytest.Pytester) -> None:

@@ -7,24 +7,25 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from kernelgate import baseline, config
+from kernelgate import baseline, config, integrity
 from kernelgate.compare import compare
 from kernelgate.environment import detect_arch_key
+from kernelgate.measure import Measurement
 from kernelgate.report import failure_message, layer_table
 
 
 def _arch(args: argparse.Namespace) -> int:
     key = detect_arch_key(force_cpu=args.cpu)
-    print(Path(args.baseline_dir) / key / baseline.FILE_NAME if args.path else key)
+    print(baseline.path_for(Path(args.baseline_dir), key) if args.path else key)
     return 0
 
 
 def _compare(args: argparse.Namespace) -> int:
-    gate, _ = config.load_pyproject(Path(args.config))
     try:
+        gate, _ = config.load_pyproject(Path(args.config))
         base = baseline.load(Path(args.baseline))
         current = baseline.load(Path(args.current))
-    except baseline.BaselineError as exc:
+    except (baseline.BaselineError, config.ConfigError) as exc:
         print(f"kernelgate: {exc}", file=sys.stderr)
         return 2
     failed = False
@@ -34,6 +35,11 @@ def _compare(args: argparse.Namespace) -> int:
         match = base.get(fullname) or by_id.get(entry.measurement.benchmark)
         if match is None:
             print(f"{entry.measurement.benchmark}: no baseline entry in {args.baseline}")
+            continue
+        problems = _untrusted(match.measurement, entry.measurement)
+        if problems:
+            failed = True
+            print(f"{entry.measurement.benchmark}: not compared: {'; '.join(problems)}")
             continue
         comparison = compare(match.measurement, entry.measurement, gate)
         types = {lay.name: lay.type for lay in entry.measurement.layers}
@@ -65,6 +71,18 @@ def _ab(args: argparse.Namespace) -> int:
     return _compare(
         argparse.Namespace(baseline=str(base), current=str(head), config=args.config, all=args.all)
     )
+
+
+def _untrusted(base: Measurement, current: Measurement) -> list[str]:
+    """Why this pair cannot be compared: another architecture, or a record that cannot be trusted."""
+    problems = []
+    if base.arch != current.arch:
+        problems.append(f"the baseline is of {base.arch}, the current result of {current.arch}")
+    for label, m in (("baseline", base), ("current result", current)):
+        reasons = list(m.unreliable_reasons) + integrity.check_record(m)
+        if reasons:
+            problems.append(f"the {label} is unreliable ({'; '.join(reasons)})")
+    return problems
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -29,6 +29,13 @@ class MissingBaseline(enum.Enum):
     WARN = "warn"
 
 
+class Policy(enum.Enum):
+    """What to do where the gate could not compare: fail the run (the default, for CI) or warn."""
+
+    FAIL = "fail"
+    WARN = "warn"
+
+
 @dataclass(frozen=True)
 class Threshold:
     """A change counts only when it is over ``rel`` (fraction) of the baseline AND over ``floor_us``."""
@@ -75,6 +82,8 @@ class GateConfig:
     fail_on_missing: bool = False
     alpha: float = 0.01
     confirm: bool = True
+    on_unreliable: Policy = Policy.FAIL
+    on_nothing_compared: Policy = Policy.FAIL
 
     def threshold(self, arch: str, benchmark: str, scope: Scope, name: str) -> Threshold:
         rel = {
@@ -121,9 +130,14 @@ def parse_floor(value: object, what: str) -> float:
 
 def parse_rule(raw: Mapping[str, Any], where: str) -> Rule:
     known = {"arch", "benchmark", "scope", "name", "threshold", "floor_us"}
+    if not isinstance(raw, Mapping):
+        raise ConfigError(f"{where} = {raw!r} must be a table ([[tool.kernelgate.rules]]).")
     unknown = sorted(set(raw) - known)
     if unknown:
         raise ConfigError(f"{where}: unknown key(s) {unknown}; a rule takes {sorted(known)}.")
+    for key in ("arch", "benchmark", "scope", "name"):
+        if not isinstance(raw.get(key, "*"), str):
+            raise ConfigError(f"{where}.{key} = {raw[key]!r} must be a string (a glob pattern).")
     scope = str(raw.get("scope", "*"))
     if scope != "*" and scope not in {s.value for s in Scope}:
         raise ConfigError(f"{where}: scope = {scope!r}; use 'total', 'layer', 'kernel' or '*'.")
@@ -163,6 +177,8 @@ _SIMPLE_KEYS = {
     "fail_on_missing",
     "alpha",
     "confirm",
+    "on_unreliable",
+    "on_nothing_compared",
     "rules",
 }
 
@@ -180,6 +196,8 @@ def from_table(table: Mapping[str, Any], where: str, root: Path) -> GateConfig:
         if key in table:
             updates[key] = parse_floor(table[key], f"{where}.{key}")
     if "baseline_dir" in table:
+        if not isinstance(table["baseline_dir"], str) or not table["baseline_dir"].strip():
+            raise ConfigError(f"{where}.baseline_dir = {table['baseline_dir']!r} must be a folder path.")
         updates["baseline_dir"] = root / str(table["baseline_dir"])
     if "missing_baseline" in table:
         updates["missing_baseline"] = parse_missing(table["missing_baseline"], f"{where}.missing_baseline")
@@ -190,6 +208,9 @@ def from_table(table: Mapping[str, Any], where: str, root: Path) -> GateConfig:
                 f"{where}.alpha = {table['alpha']!r}: a significance level must be under 0.5 (e.g. 0.01)."
             )
         updates["alpha"] = alpha
+    for key in ("on_unreliable", "on_nothing_compared"):
+        if key in table:
+            updates[key] = parse_policy(table[key], f"{where}.{key}")
     for key in ("fail_on_new", "fail_on_missing", "confirm"):
         if key in table:
             if not isinstance(table[key], bool):
@@ -205,6 +226,13 @@ def from_table(table: Mapping[str, Any], where: str, root: Path) -> GateConfig:
 def parse_missing(value: object, what: str) -> MissingBaseline:
     try:
         return MissingBaseline(str(value))
+    except ValueError as exc:
+        raise ConfigError(f"{what} = {value!r}; use 'fail' or 'warn'.") from exc
+
+
+def parse_policy(value: object, what: str) -> Policy:
+    try:
+        return Policy(value)
     except ValueError as exc:
         raise ConfigError(f"{what} = {value!r}; use 'fail' or 'warn'.") from exc
 

@@ -6,6 +6,7 @@ This is what the ``kernelgate`` fixture runs. torch is imported here, not in the
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import subprocess
 import sys
@@ -13,17 +14,18 @@ import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Concatenate, ParamSpec
 
 import pytest
 
-from kernelgate import attribute, baseline, environment, measure, profile, trace
+from kernelgate import attribute, baseline, environment, faults, integrity, measure, profile, trace
 from kernelgate.attribute import Layers
 from kernelgate.compare import Comparison, compare, confirmed
-from kernelgate.config import MissingBaseline
-from kernelgate.model import YoloSpec, build_yolo, make_input, slow_down
+from kernelgate.config import MissingBaseline, Policy
+from kernelgate.model import YoloSpec, build_yolo, load_checkpoint, make_input, slow_down
+from kernelgate.names import safe_name
 from kernelgate.report import failure_message
-from kernelgate.session import MissingBaselineWarning, State
+from kernelgate.session import MissingBaselineWarning, NotComparedWarning, State
 
 GPU_SCHEDULE = profile.Schedule(wait=1, warmup=2, active=20)
 CPU_SCHEDULE = profile.Schedule(wait=1, warmup=1, active=5)
@@ -52,6 +54,35 @@ class Result:
     trace_path: Path
 
 
+P = ParamSpec("P")
+
+
+def _fails_alone(
+    method: Callable[Concatenate[KernelGate, P], Result],
+) -> Callable[Concatenate[KernelGate, P], Result]:
+    """A benchmark that raises fails alone, with its cause and a note (see :mod:`kernelgate.faults`)."""
+
+    @functools.wraps(method)
+    def run(self: KernelGate, /, *args: P.args, **kwargs: P.kwargs) -> Result:
+        if self.state.cuda_broken and self.device.startswith("cuda"):
+            pytest.fail(
+                "kernelgate: not run: this process's CUDA context is unusable since "
+                f"{self.state.cuda_broken}. Fix that failure, or run this benchmark alone: "
+                f"pytest -k '{self.node_name}'",
+                pytrace=False,
+            )
+        try:
+            return method(self, *args, **kwargs)
+        except Exception as exc:
+            import torch
+
+            broken = faults.note(torch, exc, self.node_name)
+            self.state.cuda_broken = self.state.cuda_broken or broken
+            raise
+
+    return run
+
+
 class KernelGate:
     """The ``kernelgate`` fixture: ``kernelgate.yolo(model="yolov8n", precision="fp16")``."""
 
@@ -62,6 +93,7 @@ class KernelGate:
         self.node_name = node.name
         self.device = pick_device(state.options.device)
 
+    @_fails_alone
     def yolo(
         self, model: str = "yolov8n", precision: str = "fp16", batch: int = 1, imgsz: int = 640
     ) -> Result:
@@ -69,6 +101,26 @@ class KernelGate:
         net, layers = build_yolo(spec, self.device)
         return self.module(net, make_input(spec, self.device), layers, name=spec.id)
 
+    @_fails_alone
+    def checkpoint(
+        self,
+        path: str | Path,
+        precision: str = "fp16",
+        batch: int = 1,
+        imgsz: int = 640,
+        name: str | None = None,
+    ) -> Result:
+        """Gate a model saved as ``.pt`` (an Ultralytics checkpoint or a whole pickled module).
+
+        Loaded with ``torch.load(weights_only=True)`` where possible; a checkpoint that needs
+        unpickling of arbitrary objects loads only with ``--kernelgate-trust-pt`` (see
+        :func:`kernelgate.model.load_pt`).
+        """
+        spec = YoloSpec(model=Path(path).stem, precision=precision, batch=batch, imgsz=imgsz)
+        net, layers = load_checkpoint(Path(path), spec, self.device, trust=self.state.options.trust_pt)
+        return self.module(net, make_input(spec, self.device), layers, name=name or spec.id)
+
+    @_fails_alone
     def module(self, net: Any, host_input: Any, layers: Layers, name: str | None = None) -> Result:
         """Gate any ``nn.Module`` called as ``net(input)``; ``layers`` names its top-level layers.
 
@@ -82,7 +134,7 @@ class KernelGate:
             slow_down(net, opts.slow_layer, opts.slow_extra_runs)
         gpu = self.device.startswith("cuda")
         step = make_step(torch, net, host_input, self.device)
-        trace_path = opts.out_dir / "traces" / f"{_safe(self.node_name)}.json"
+        trace_path = opts.out_dir / "traces" / f"{safe_name(self.node_name)}.json"
         with torch.no_grad():
             for _ in range(3):
                 step()
@@ -91,42 +143,78 @@ class KernelGate:
             )
             stats = getattr(self.benchmark, "stats", None)
             wall = [1e6 * t for t in stats.stats.data] if stats else []
-            result = self._measure(torch, step, net, layers, bench_id, wall, trace_path)
-            if result.throttled:  # one more try before the result goes on with a flag
-                result = self._measure(torch, step, net, layers, bench_id, wall, trace_path)
+        schedule = GPU_SCHEDULE if gpu else CPU_SCHEDULE
+        if opts.iterations:
+            schedule = profile.Schedule(schedule.wait, schedule.warmup, opts.iterations)
+
+        def attempt() -> measure.Measurement:
+            return self._profile(step, net, layers, bench_id, schedule, trace_path, wall)
+
+        result = integrity.measure_reliably(attempt, bench_id)
+        if result.reliable and result.throttled:  # one more try before it goes on with a flag
+            result = integrity.measure_reliably(attempt, bench_id)
         if opts.confirm_out is not None:
             opts.confirm_out.parent.mkdir(parents=True, exist_ok=True)
             opts.confirm_out.write_text(json.dumps(result.to_json()), encoding="utf-8")
             return Result(result, None, trace_path)
         self.benchmark.extra_info["kernelgate"] = result.to_json()
         self._keep(result, stats)
+        if not result.reliable:
+            self._unreliable(result, trace_path)
+            return Result(result, None, trace_path)
         comparison = None if opts.save else self._gate(result, layers)
         return Result(result, comparison, trace_path)
 
-    def _measure(
+    def _profile(
         self,
-        torch: Any,
         step: Callable[[], None],
         net: Any,
         layers: Layers,
         bench_id: str,
-        wall: list[float],
+        schedule: profile.Schedule,
         trace_path: Path,
+        wall: list[float],
     ) -> measure.Measurement:
-        gpu = self.device.startswith("cuda")
-        schedule = GPU_SCHEDULE if gpu else CPU_SCHEDULE
-        if self.state.options.iterations:
-            schedule = profile.Schedule(schedule.wait, schedule.warmup, self.state.options.iterations)
-        return measure_module(
-            torch, step, net, layers, bench_id=bench_id, device=self.device, schedule=schedule,
-            wall_us=wall, trace_path=trace_path,
-        )  # fmt: skip
+        """Profile once and build the record; a profiler fault fails the benchmark with its cause."""
+        import torch
+
+        with torch.no_grad():
+            try:
+                return measure_module(
+                    torch, step, net, layers, bench_id=bench_id, device=self.device, schedule=schedule,
+                    wall_us=wall, trace_path=trace_path,
+                )  # fmt: skip
+            except profile.ProfilerError as exc:
+                pytest.fail(f"kernelgate: {bench_id}: {exc}", pytrace=False)
+            except (ValueError, OSError) as exc:
+                pytest.fail(
+                    f"kernelgate: {bench_id}: torch.profiler wrote a trace that cannot be read "
+                    f"({shown(trace_path)}: {type(exc).__name__}: {exc}); nothing was measured.",
+                    pytrace=False,
+                )
+
+    def _unreliable(self, result: measure.Measurement, trace_path: Path) -> None:
+        """An unreliable profile is never compared (nor saved); fail or warn as configured."""
+        self.state.unreliable.append(result.benchmark)
+        message = "\n".join(
+            [
+                f"kernelgate: {result.benchmark} on {result.arch}: the profile cannot be trusted, so it was "
+                f"not {'saved' if self.state.options.save else 'compared'}:",
+                *(f"  - {reason}" for reason in result.unreliable_reasons),
+                f"  trace: {shown(trace_path)}",
+                "  run it again; if it persists, see docs/faults.md. To let the run go on regardless, set "
+                'on_unreliable = "warn" in [tool.kernelgate] (or --kernelgate-on-unreliable=warn).',
+            ]
+        )
+        if self.state.config.on_unreliable is Policy.FAIL:
+            pytest.fail(message, pytrace=False)
+        warnings.warn(message, NotComparedWarning, stacklevel=2)
 
     def _confirm(self) -> tuple[measure.Measurement | None, str]:
         """Measure this benchmark again in a fresh process (a new round) and return its record."""
         opts = self.state.options
         folder = opts.out_dir / "confirm"
-        out = folder / f"{_safe(self.node_name)}.json"
+        out = folder / f"{safe_name(self.node_name)}.json"
         out.unlink(missing_ok=True)
         command = [
             sys.executable, "-m", "pytest", f"{self.node.path}::{self.node_name}",
@@ -162,16 +250,19 @@ class KernelGate:
     def _gate(self, result: measure.Measurement, layers: Layers) -> Comparison | None:
         path = baseline.path_for(self.state.config.baseline_dir, result.arch)
         try:
-            entries = self.state.baseline_entries(path)
+            entries = self.state.baseline_entries(path, result.arch)
         except baseline.BaselineError as exc:
             pytest.fail(f"kernelgate: {exc}", pytrace=False)
         entry = entries.get(self.benchmark.fullname)
         if entry is None:
             self._no_baseline(result, path)
             return None
+        _check_baseline_entry(entry, shown(path))
         comparison = compare(entry.measurement, result, self.state.config)
         if comparison.failed and self.state.config.confirm:
             again, problem = self._confirm()
+            if again is not None and not again.reliable:
+                again, problem = None, "confirm run unreliable: " + "; ".join(again.unreliable_reasons)
             if again is not None:
                 comparison = confirmed(comparison, compare(entry.measurement, again, self.state.config))
             else:
@@ -193,6 +284,19 @@ class KernelGate:
         warnings.warn(message, MissingBaselineWarning, stacklevel=2)
 
 
+def _check_baseline_entry(entry: baseline.Entry, path: str) -> None:
+    """A baseline entry that was unreliable when recorded, or does not add up (edited by hand), is
+    not a yardstick: fail, naming the entry and the fix."""
+    problems = list(entry.measurement.unreliable_reasons) + integrity.check_record(entry.measurement)
+    if problems:
+        pytest.fail(
+            f"kernelgate: the baseline of {entry.measurement.benchmark} in {path} cannot be trusted: "
+            f"{'; '.join(problems)}. Re-record it: pytest benchmarks --kernelgate-save "
+            f"-k '{entry.measurement.benchmark}'",
+            pytrace=False,
+        )
+
+
 def measure_module(
     torch: Any,
     step: Callable[[], None],
@@ -205,13 +309,16 @@ def measure_module(
     wall_us: list[float],
     trace_path: Path,
 ) -> measure.Measurement:
-    """Profile, attribute and aggregate one round; read the GPU's state through NVML after it."""
+    """Profile, attribute and aggregate one round; read the GPU's state through NVML after it.
+
+    The record carries the reasons it cannot be trusted, if any (:mod:`kernelgate.integrity`).
+    """
     gpu = device.startswith("cuda")
     profile.run(step, net, gpu=gpu, schedule=schedule, trace_path=trace_path)
     gpu_state = environment.gpu_state() if gpu else {}
     parsed = trace.parse(trace_path, gpu=gpu)
     frame = attribute.attribute(parsed, layers)
-    return measure.build(
+    result = measure.build(
         frame,
         benchmark=bench_id,
         arch=environment.torch_arch_key(torch, device),
@@ -222,6 +329,8 @@ def measure_module(
         unlinked=parsed.unlinked,
         gpu_states=(gpu_state,) if gpu_state else (),
     )
+    reasons = integrity.check_profile(parsed, frame, schedule.active, gpu) + integrity.check_record(result)
+    return dataclasses.replace(result, unreliable_reasons=tuple(reasons))
 
 
 def make_step(torch: Any, net: Any, host_input: Any, device: str) -> Callable[[], None]:
@@ -244,7 +353,3 @@ def shown(path: Path) -> str:
         return str(path.resolve().relative_to(Path.cwd()))
     except ValueError:
         return str(path)
-
-
-def _safe(name: str) -> str:
-    return "".join(c if c.isalnum() or c in "-_." else "_" for c in name)[:200]

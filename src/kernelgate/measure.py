@@ -147,6 +147,13 @@ class Measurement:
         """Whether NVML reported a slowdown reason (power cap, thermal, HW brake) in any round."""
         return any(throttle_reasons(state) for state in self.gpu_states)
 
+    # Why the profile cannot be trusted (dropped events, ...): see kernelgate.integrity. Empty = reliable.
+    unreliable_reasons: tuple[str, ...] = ()
+
+    @property
+    def reliable(self) -> bool:
+        return not self.unreliable_reasons
+
     @property
     def host_overhead_us(self) -> float:
         """Median wall latency minus median device-busy time: launch and Python overhead."""
@@ -169,6 +176,8 @@ class Measurement:
             "environment": dict(sorted(self.environment.items())),
             "layers": [lay.to_json() for lay in self.layers],
             "kernels": [k.to_json() for k in self.kernels],
+            "reliable": self.reliable,
+            "unreliable_reasons": list(self.unreliable_reasons),
         } | ({"gpu_states": [dict(sorted(g.items())) for g in self.gpu_states]} if self.gpu_states else {})
 
     @classmethod
@@ -186,6 +195,7 @@ class Measurement:
             environment={str(k): str(v) for k, v in data.get("environment", {}).items()},
             unlinked=int(data.get("unlinked_kernels", 0)),
             gpu_states=tuple({str(k): str(v) for k, v in g.items()} for g in data.get("gpu_states", ())),
+            unreliable_reasons=_reasons(data),
         )
 
 
@@ -260,7 +270,22 @@ def combine(rounds: Sequence[Measurement]) -> Measurement:
         environment=first.environment,
         unlinked=sum(m.unlinked for m in rounds),
         gpu_states=tuple(g for m in rounds for g in m.gpu_states),
+        unreliable_reasons=tuple(dict.fromkeys(r for m in rounds for r in m.unreliable_reasons)),
     )
+
+
+def _reasons(data: Mapping[str, Any]) -> tuple[str, ...]:
+    """``reliable`` and ``unreliable_reasons`` are optional (records before they existed are read as
+    reliable); ``reliable: false`` without a reason still reads as unreliable."""
+    reliable = data.get("reliable", True)
+    reasons = data.get("unreliable_reasons", [])
+    if not isinstance(reliable, bool) or not isinstance(reasons, list):
+        raise ValueError("'reliable' must be true or false and 'unreliable_reasons' a list")
+    if not reliable and not reasons:
+        return ("marked unreliable, no reason given",)
+    if reliable and reasons:
+        raise ValueError("'reliable' is true but 'unreliable_reasons' is not empty")
+    return tuple(str(r) for r in reasons)
 
 
 def _per_iteration(series: pd.Series[float], iterations: int) -> Dist:

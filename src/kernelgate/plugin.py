@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import datetime
+from collections.abc import Generator
 from importlib import metadata
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -16,9 +17,10 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from kernelgate import config as cfg
-from kernelgate.baseline import FILE_NAME
+from kernelgate.baseline import path_for
 
 if TYPE_CHECKING:
+    from kernelgate.baseline import Entry
     from kernelgate.gate import KernelGate
     from kernelgate.session import State
 
@@ -57,6 +59,21 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="no baseline for a benchmark: fail or warn",
     )
     add(
+        "--kernelgate-on-unreliable",
+        choices=["fail", "warn"],
+        help="a profile that dropped events (measured twice): fail or warn; never compared",
+    )
+    add(
+        "--kernelgate-on-nothing-compared",
+        choices=["fail", "warn"],
+        help="benchmarks ran but none was compared (or saved): fail the run or warn",
+    )
+    add(
+        "--kernelgate-trust-pt",
+        action="store_true",
+        help="allow kernelgate.checkpoint() to unpickle .pt files (runs code from them; trusted files only)",
+    )
+    add(
         "--kernelgate-device",
         choices=["auto", "cpu", "cuda"],
         default="auto",
@@ -87,6 +104,9 @@ def _given(config: pytest.Config) -> bool:
         "kernelgate_floor_us",
         "kernelgate_rule",
         "kernelgate_missing_baseline",
+        "kernelgate_on_unreliable",
+        "kernelgate_on_nothing_compared",
+        "kernelgate_trust_pt",
         "kernelgate_slow_layer",
         "kernelgate_iterations",
     )
@@ -113,6 +133,9 @@ def load_config(config: pytest.Config) -> tuple[cfg.GateConfig, bool]:
         updates["missing_baseline"] = cfg.MissingBaseline(opt("kernelgate_missing_baseline"))
     if opt("kernelgate_no_confirm"):
         updates["confirm"] = False
+    for option in ("on_unreliable", "on_nothing_compared"):
+        if opt("kernelgate_" + option):
+            updates[option] = cfg.Policy(opt("kernelgate_" + option))
     rules = tuple(cfg.parse_cli_rule(r) for r in opt("kernelgate_rule"))
     updates["rules"] = gate.rules + rules
     return dataclasses.replace(gate, **updates), found
@@ -143,6 +166,11 @@ def pytest_configure(config: pytest.Config) -> None:
     from kernelgate.session import Options, State
 
     slow, extra = _slow_layer(config.getoption("kernelgate_slow_layer"))
+    iterations = config.getoption("kernelgate_iterations")
+    if iterations is not None and iterations < 1:
+        raise pytest.UsageError(
+            f"--kernelgate-iterations {iterations}: profile at least 1 iteration (e.g. 20)"
+        )
     options = Options(
         save=bool(config.getoption("kernelgate_save")),
         device=config.getoption("kernelgate_device"),
@@ -154,6 +182,7 @@ def pytest_configure(config: pytest.Config) -> None:
         confirm_out=Path(config.getoption("kernelgate_confirm_out")).resolve()
         if config.getoption("kernelgate_confirm_out")
         else None,
+        trust_pt=bool(config.getoption("kernelgate_trust_pt")),
     )
     if options.append and not options.save:
         raise pytest.UsageError(
@@ -181,44 +210,74 @@ def kernelgate(request: pytest.FixtureRequest, benchmark: Any) -> KernelGate:
     return KernelGate(state, benchmark, request.node)
 
 
-def _write(config: pytest.Config, state: State, path: Path, merge: bool) -> None:
+@pytest.hookimpl(trylast=True)
+def pytest_collection_finish(session: pytest.Session) -> None:
+    state = session.config.stash.get(STATE_KEY, None)
+    if state is not None:
+        state.gate_tests = [i.nodeid for i in session.items if "kernelgate" in getattr(i, "fixturenames", ())]
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, Any, Any]:
+    report = yield
+    state = item.config.stash.get(STATE_KEY, None)
+    if state is not None and report.skipped and item.nodeid in state.gate_tests:
+        state.skipped.append(item.nodeid)
+    return report
+
+
+def _write(config: pytest.Config, state: State, path: Path, entries: list[Entry], merge: bool) -> bool:
+    """Save ``entries`` to ``path`` under its lock, keeping the file's other benchmarks when ``merge``."""
     from kernelgate import baseline
 
-    entries = list(state.measured)
-    if merge and path.exists():
-        try:
-            entries = baseline.merge(path, entries, append=state.options.append)
-        except baseline.BaselineError as exc:
-            state.notes.append(f"replaced an unreadable baseline, as --kernelgate-save asked: {exc}")
     hook = config.hook
-    machine = hook.pytest_benchmark_generate_machine_info(config=config)
-    commit = hook.pytest_benchmark_generate_commit_info(config=config)
-    arch = entries[0].measurement.arch
-    doc = baseline.document(
-        entries,
-        arch=arch,
-        machine_info=machine,
-        commit_info=commit,
-        created=datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
-        pytest_benchmark_version=metadata.version("pytest-benchmark"),
-    )
-    baseline.write_atomic(path, baseline.dumps(doc))
+    try:
+        notes = baseline.save(
+            path,
+            entries,
+            arch=entries[0].measurement.arch,
+            machine_info=hook.pytest_benchmark_generate_machine_info(config=config),
+            commit_info=hook.pytest_benchmark_generate_commit_info(config=config),
+            created=datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+            pytest_benchmark_version=metadata.version("pytest-benchmark"),
+            merge_existing=merge,
+            replace_unreadable=True,
+            append=merge and state.options.append,
+        )
+    except baseline.BaselineError as exc:
+        state.errors.append(f"NOT SAVED: {exc}")
+        return False
+    state.notes.extend(notes)
     state.written.append(path)
+    return True
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     state = session.config.stash.get(STATE_KEY, None)
-    if state is None or not state.measured:
+    if state is None:
         return
-    arch = state.measured[0].measurement.arch
-    _write(session.config, state, state.options.out_dir / "results" / arch / FILE_NAME, merge=False)
-    if state.options.save:
-        _write(session.config, state, state.config.baseline_dir / arch / FILE_NAME, merge=True)
+    if state.measured:
+        arch = state.measured[0].measurement.arch
+        _write(
+            session.config, state, path_for(state.options.out_dir / "results", arch), state.measured, False
+        )
+        reliable = [e for e in state.measured if e.measurement.reliable]
+        if state.options.save and reliable:
+            _write(session.config, state, path_for(state.config.baseline_dir, arch), reliable, True)
+    ran = not any(session.config.getoption(o, False) for o in ("collectonly", "setuponly", "setupplan"))
+    outcome = state.nothing_compared() if ran else None
+    if outcome is not None:
+        if state.config.on_nothing_compared is cfg.Policy.FAIL:
+            state.errors.append(outcome)
+        else:
+            state.notes.append(f"warning: {outcome}")
+    if state.errors and session.exitstatus == pytest.ExitCode.OK:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
     state = config.stash.get(STATE_KEY, None)
-    if state is None or not (state.measured or state.missing):
+    if state is None or not (state.measured or state.missing or state.errors or state.notes):
         return
     from kernelgate.report import summary_table
 
@@ -227,7 +286,11 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
         terminalreporter.write(summary_table(state.comparisons))
     for name in state.missing:
         terminalreporter.write_line(f"no baseline: {name} (record with: pytest benchmarks --kernelgate-save)")
+    for name in state.unreliable:
+        terminalreporter.write_line(f"unreliable profile, not compared: {name}")
     for path in state.written:
         terminalreporter.write_line(f"wrote {path}")
     for note in state.notes:
         terminalreporter.write_line(note)
+    for error in state.errors:
+        terminalreporter.write_line(f"FAILED {error}", red=True, bold=True)

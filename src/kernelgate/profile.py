@@ -17,6 +17,14 @@ from typing import Any
 from kernelgate.trace import RANGE_PREFIX
 
 
+class ProfilerError(RuntimeError):
+    """torch.profiler itself failed (not the model): nothing was measured."""
+
+
+class _StepFailed(Exception):
+    """Carries an exception of the step (the model) through the profiler, unchanged."""
+
+
 @dataclass(frozen=True)
 class Schedule:
     """torch.profiler's ``schedule(wait, warmup, active)``: ``active`` steps are recorded."""
@@ -98,13 +106,41 @@ def run(step: Callable[[], None], model: Any, *, gpu: bool, schedule: Schedule, 
     def export(prof: Any) -> None:
         prof.export_chrome_trace(str(trace_path))
 
-    with warnings.catch_warnings(), module_ranges(model):
-        # torch warns that a one-cycle schedule drops earlier cycles' events: that is what we want.
-        warnings.filterwarnings("ignore", message=".*Profiler clears events.*")
-        _profile(step, activities, schedule, export)
+    def guarded() -> None:
+        try:
+            step()
+        except Exception as exc:
+            raise _StepFailed() from exc
+
+    step_error: BaseException | None = None
+    try:
+        with warnings.catch_warnings(), module_ranges(model):
+            # torch warns that a one-cycle schedule drops earlier cycles' events: that is what we want.
+            warnings.filterwarnings("ignore", message=".*Profiler clears events.*")
+            _profile(guarded, activities, schedule, export)
+    except _StepFailed as failed:
+        step_error = failed.__cause__
+    except Exception as exc:
+        step_error = _step_failure(exc)  # the profiler failed while stopping after the model did
+        if step_error is None:
+            raise ProfilerError(
+                f"torch.profiler failed, so nothing was measured: {type(exc).__name__}: {exc}. "
+                "Check that CUPTI can profile here (see docs/faults.md: 'profiler unavailable')."
+            ) from exc
+    if step_error is not None:
+        raise step_error  # the model's own error (CUDA error, OOM), as it was raised
     if not trace_path.is_file():
-        raise RuntimeError(f"torch.profiler wrote no trace to {trace_path}")
+        raise ProfilerError(f"torch.profiler wrote no trace to {trace_path}; nothing was measured.")
     return trace_path
+
+
+def _step_failure(exc: BaseException) -> BaseException | None:
+    seen = exc.__context__
+    while seen is not None:
+        if isinstance(seen, _StepFailed):
+            return seen.__cause__
+        seen = seen.__context__
+    return None
 
 
 def _profile(

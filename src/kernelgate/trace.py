@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,6 +18,8 @@ RANGE_PREFIX = "kg/"
 STEP_PREFIX = "ProfilerStep#"
 GPU_CATEGORIES = {"kernel": "kernel", "gpu_memcpy": "memcpy", "gpu_memset": "memset"}
 LAUNCH_CATEGORIES = {"cuda_runtime", "cuda_driver"}
+# Runtime/driver calls that always put a kernel on the device (not cudaLaunchHostFunc, not graphs).
+KERNEL_LAUNCH = re.compile(r"^cu(da)?Launch(Cooperative)?Kernel")
 
 
 @dataclass(frozen=True)
@@ -61,6 +64,8 @@ class ParsedTrace:
     ranges: tuple[Range, ...]
     steps: tuple[Range, ...]
     unlinked: int
+    # Host times of kernel launches with no kernel record: the kernel ran, the profiler lost it.
+    orphan_launches: tuple[float, ...] = ()
 
 
 def load_events(path: Path) -> list[dict[str, Any]]:
@@ -102,12 +107,18 @@ def _ranges(events: list[Mapping[str, Any]], prefix: str, strip: bool) -> tuple[
     )
 
 
-def _parsed(activities: list[Activity], complete: list[Mapping[str, Any]], unlinked: int) -> ParsedTrace:
+def _parsed(
+    activities: list[Activity],
+    complete: list[Mapping[str, Any]],
+    unlinked: int,
+    orphans: tuple[float, ...] = (),
+) -> ParsedTrace:
     return ParsedTrace(
         activities=tuple(activities),
         ranges=_ranges(complete, RANGE_PREFIX, strip=True),
         steps=_ranges(complete, STEP_PREFIX, strip=False),
         unlinked=unlinked,
+        orphan_launches=orphans,
     )
 
 
@@ -119,12 +130,15 @@ def parse_gpu(events: list[dict[str, Any]]) -> ParsedTrace:
             launches[int(e["args"]["correlation"])] = (int(e["tid"]), float(e["ts"]))
     activities = []
     unlinked = 0
+    ran: set[int] = set()
     for e in complete:
         kind = GPU_CATEGORIES.get(str(e.get("cat")))
         if kind is None:
             continue
         args = e.get("args", {})
-        link = launches.get(int(args.get("correlation", -1)))
+        correlation = int(args.get("correlation", -1))
+        ran.add(correlation)
+        link = launches.get(correlation)
         unlinked += link is None
         activities.append(
             Activity(
@@ -137,7 +151,16 @@ def parse_gpu(events: list[dict[str, Any]]) -> ParsedTrace:
                 launch=_launch_facts(args),
             )
         )
-    return _parsed(activities, complete, unlinked)
+    orphans = tuple(
+        sorted(
+            float(e["ts"])
+            for e in complete
+            if e.get("cat") in LAUNCH_CATEGORIES
+            and KERNEL_LAUNCH.match(str(e.get("name", "")))
+            and int(e.get("args", {}).get("correlation", -1)) not in ran
+        )
+    )
+    return _parsed(activities, complete, unlinked, orphans)
 
 
 def parse_cpu(events: list[dict[str, Any]]) -> ParsedTrace:
