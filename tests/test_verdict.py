@@ -120,12 +120,12 @@ def test_rounds_survive_the_baseline_file(tmp_path: Path) -> None:
 
     path = tmp_path / "0001_kernelgate.json"
     first = entry("b::t", measurement({"model.0": 10.0}))
-    doc = baseline.document([first], "sm90-x", {}, {}, "2026-11-21T00:00:00+00:00", "5.3.1")
+    doc = baseline.document([first], "sm90-nvidia-h200", {}, {}, "2026-11-21T00:00:00+00:00", "5.3.1")
     baseline.write_atomic(path, baseline.dumps(doc))
     merged = baseline.merge(path, [entry("b::t", measurement({"model.0": 11.0}))], append=True)
     (only,) = merged
     assert only.measurement.layers[0].time.round_medians == (10.0, 11.0)
-    doc = baseline.document(merged, "sm90-x", {}, {}, "2026-11-21T00:00:00+00:00", "5.3.1")
+    doc = baseline.document(merged, "sm90-nvidia-h200", {}, {}, "2026-11-21T00:00:00+00:00", "5.3.1")
     baseline.write_atomic(path, baseline.dumps(doc))
     (loaded,) = baseline.load(path).values()
     assert loaded.measurement.total.rounds == (5, 5)

@@ -9,7 +9,8 @@ A change is a regression only when all of these hold (:func:`noise_aware_rule`):
    baseline and of the current measurement: what process-to-process noise alone explains.
 
 Over threshold and floor but failing 3 or 4 is AMBIGUOUS: reported, never failed. A layer whose
-kernel set changed (e.g. cuDNN picked another algorithm) and did not regress is KERNEL_SWAPPED.
+kernel set changed (e.g. cuDNN picked another algorithm) and whose time did not clearly move is
+KERNEL_SWAPPED.
 Rules sit behind :class:`Judge`; :func:`median_rule` (1 and 2 only) is kept for comparison.
 """
 
@@ -195,7 +196,7 @@ def _mark_swaps(layers: list[Delta], kernels: list[Delta]) -> list[Delta]:
     swapped = {k.layer for k in kernels if k.verdict in (Verdict.NEW, Verdict.MISSING)}
     out = []
     for delta in layers:
-        if delta.name in swapped and delta.verdict not in (Verdict.REGRESSED, Verdict.NEW, Verdict.MISSING):
+        if delta.name in swapped and delta.verdict in (Verdict.UNCHANGED, Verdict.AMBIGUOUS):
             ins = sum(1 for k in kernels if k.layer == delta.name and k.verdict is Verdict.NEW)
             outs = sum(1 for k in kernels if k.layer == delta.name and k.verdict is Verdict.MISSING)
             delta = replace(delta, verdict=Verdict.KERNEL_SWAPPED, note=f"{ins} kernel(s) in, {outs} out")

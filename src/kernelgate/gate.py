@@ -262,7 +262,8 @@ class KernelGate:
         if comparison.failed and self.state.config.confirm:
             again, problem = self._confirm()
             if again is not None and not again.reliable:
-                again, problem = None, "confirm run unreliable: " + "; ".join(again.unreliable_reasons)
+                problem = "confirm run unreliable: " + "; ".join(again.unreliable_reasons)
+                again = None
             if again is not None:
                 comparison = confirmed(comparison, compare(entry.measurement, again, self.state.config))
             else:
