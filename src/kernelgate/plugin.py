@@ -61,6 +61,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
     add("--kernelgate-iterations", type=int, metavar="N", help="profiled iterations per benchmark")
     add(
+        "--kernelgate-allow-other-gpu",
+        action="store_true",
+        help="compare with a baseline recorded on another GPU of the same architecture (refused by default)",
+    )
+    add(
         "--kernelgate-out",
         metavar="DIR",
         default=".kernelgate",
@@ -140,6 +145,7 @@ def pytest_configure(config: pytest.Config) -> None:
         slow_extra_runs=extra,
         iterations=config.getoption("kernelgate_iterations"),
         out_dir=Path(config.getoption("kernelgate_out")).resolve(),
+        allow_other_gpu=bool(config.getoption("kernelgate_allow_other_gpu")),
     )
     arch = detect_arch_key(force_cpu=options.device == "cpu")
     config.stash[STATE_KEY] = State(config=gate_config, options=options, arch_hint=arch)

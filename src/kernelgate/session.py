@@ -27,6 +27,7 @@ class Options:
     slow_extra_runs: int = 1
     iterations: int | None = None
     out_dir: Path = Path(".kernelgate")
+    allow_other_gpu: bool = False
 
 
 @dataclass
