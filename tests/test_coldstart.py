@@ -151,7 +151,9 @@ def test_measure_primes_then_stops_at_the_first_failure(monkeypatch: pytest.Monk
     record = measure(SPEC, SCENARIOS["warm"], runs=5, progress=lines.append)
     assert len(calls) == 3  # prime, run 1, run 2 (failed): no runs 3 to 5
     assert [r.ok for r in record.runs] == [True, False]
-    assert lines[0].startswith("warm: priming run") and lines[-1] == "warm: run 2/5 failed in build: boom"
+    assert (
+        lines[0].startswith("warm: priming run") and lines[-1] == "warm: run 2/5 failed in phase build: boom"
+    )
 
 
 # --- records ----------------------------------------------------------------------------------------
@@ -312,7 +314,11 @@ def test_kernelgate_compare_command_gates_cold_start_entries(
     # the coldstart command reads the same file as its --compare baseline
     out = tmp_path / "records.json"
     out.write_text(json.dumps({coldgate.EXTRA_KEY: [cold().to_json()]}))
-    assert cli._records(tmp_path / "base.json").keys() == cli._records(out).keys() == {cold().id}
+    assert (
+        coldgate.read_records(tmp_path / "base.json").keys()
+        == coldgate.read_records(out).keys()
+        == {cold().id}
+    )
 
 
 # --- the real child -----------------------------------------------------------------------------------

@@ -86,15 +86,6 @@ def _doctor(args: argparse.Namespace) -> int:
     return fitness.exit_code(findings, args.strict)
 
 
-def _records(path: Path) -> dict[str, coldstart.ColdStart]:
-    """Cold-start records by benchmark id, from a baseline/results file or a ``coldstart --out`` file."""
-    data = json.loads(path.read_text(encoding="utf-8"))
-    if isinstance(data, dict) and "benchmarks" in data:
-        found = (coldgate.record_of(e) for e in baseline.load(path).values())
-        return {r.id: r for r in found if r is not None}
-    return {r.id: r for r in (coldstart.ColdStart.from_json(d) for d in data[coldgate.EXTRA_KEY])}
-
-
 def _coldstart(args: argparse.Namespace) -> int:
     device = args.device
     if device == "auto":
@@ -102,7 +93,8 @@ def _coldstart(args: argparse.Namespace) -> int:
     spec = coldstart.ChildSpec(
         args.model, args.precision, args.batch, args.imgsz, device, args.iterations, args.cudnn_benchmark
     )
-    unknown = [name for name in args.scenarios.split(",") if name not in coldstart.SCENARIOS]
+    scenarios = (args.scenarios or ("empty,warm,ptx-jit" if device == "cuda" else "empty")).split(",")
+    unknown = [name for name in scenarios if name not in coldstart.SCENARIOS]
     if unknown:
         print(f"kernelgate coldstart: unknown scenario(s) {unknown}; use {', '.join(coldstart.SCENARIOS)}")
         return 2
@@ -110,12 +102,12 @@ def _coldstart(args: argparse.Namespace) -> int:
     if args.slow_phase:
         extra[coldstart.SLOW_PHASE_VAR] = args.slow_phase
     try:
-        base = _records(Path(args.compare)) if args.compare else {}
+        base = coldgate.read_records(Path(args.compare)) if args.compare else {}
     except (OSError, ValueError, KeyError, baseline.BaselineError) as exc:
         print(f"kernelgate: cannot read cold-start records from {args.compare}: {exc}", file=sys.stderr)
         return 2
     records: list[coldstart.ColdStart] = []
-    for name in args.scenarios.split(","):
+    for name in scenarios:
         record = coldstart.measure(
             spec,
             coldstart.SCENARIOS[name],
@@ -185,8 +177,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     cold.add_argument("--device", default="auto", choices=["auto", "cuda", "cpu"])
     cold.add_argument(
         "--scenarios",
-        default="empty,warm,ptx-jit",
-        help=f"comma-separated, of {', '.join(coldstart.SCENARIOS)} (default empty,warm,ptx-jit)",
+        help=f"comma-separated, of {', '.join(coldstart.SCENARIOS)} (default empty,warm,ptx-jit; CPU: empty)",
     )
     cold.add_argument("--runs", type=int, default=3, help="timed runs per scenario (default 3)")
     cold.add_argument("--iterations", type=int, default=50, help="forwards after the first (default 50)")

@@ -9,6 +9,7 @@ thresholds of :attr:`~kernelgate.config.Scope.PHASE` (``coldstart_threshold``, `
 
 from __future__ import annotations
 
+import json
 import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -35,6 +36,17 @@ def record_of(entry: Entry) -> ColdStart | None:
     extra = entry.benchmark.get("extra_info") or {}
     data = extra.get(EXTRA_KEY) if isinstance(extra, Mapping) else None
     return ColdStart.from_json(data) if isinstance(data, Mapping) else None
+
+
+def read_records(path: Path) -> dict[str, ColdStart]:
+    """Cold-start records by benchmark id, from a baseline or results file or a ``coldstart --out`` file."""
+    from kernelgate import baseline
+
+    data = json.loads(path.read_text(encoding="utf-8"))
+    if isinstance(data, dict) and "benchmarks" in data:
+        found = (record_of(e) for e in baseline.load(path).values())
+        return {r.id: r for r in found if r is not None}
+    return {r.id: r for r in (ColdStart.from_json(d) for d in data[EXTRA_KEY])}
 
 
 def carrier(record: ColdStart) -> Measurement:
@@ -197,8 +209,7 @@ def run(kg: KernelGate, spec: ChildSpec, scenario: str, runs: int, prime: bool) 
             first = runner.spawn()
             if not first.ok:
                 pytest.fail(
-                    f"kernelgate: cold start {spec.id} {scenario}: the priming run failed in phase "
-                    f"{first.failed_phase}: {first.error}",
+                    f"kernelgate: cold start {spec.id} {scenario}: the priming run failed {first.failure}",
                     pytrace=False,
                 )
         kg.benchmark.pedantic(runner.run_or_raise, rounds=runs, iterations=1, warmup_rounds=0)

@@ -215,6 +215,13 @@ class Run:
     def total_ms(self) -> float:
         return sum(self.phases_ms.values())
 
+    @property
+    def failure(self) -> str | None:
+        """``in phase cuda_init: RuntimeError: ...`` (None for a run that completed)."""
+        if self.error is None:
+            return None
+        return f"in phase {self.failed_phase}: {self.error}" if self.failed_phase else self.error
+
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
         data["phases_ms"] = {p: round(self.phases_ms[p], 3) for p in PHASES if p in self.phases_ms}
@@ -260,7 +267,7 @@ class ColdStart:
     @property
     def error(self) -> str | None:
         failed = next((r for r in self.runs if not r.ok), None)
-        return None if failed is None else f"in phase {failed.failed_phase}: {failed.error}"
+        return None if failed is None else failed.failure
 
     def phase(self, name: str) -> Dist | None:
         """Per-run times of a phase, in µs (as every :class:`Dist`); None if no run had the phase."""
@@ -404,9 +411,7 @@ class Runner:
         """One timed run; a failed child raises :class:`ColdStartError` (pytest-benchmark's target)."""
         result = self.run()
         if not result.ok:
-            raise ColdStartError(
-                f"{self.spec.id} {self.scenario.name}: in phase {result.failed_phase}: {result.error}"
-            )
+            raise ColdStartError(f"{self.spec.id} {self.scenario.name}: {result.failure}")
 
     def record(self, fallback_arch: str = "unknown") -> ColdStart:
         last: dict[str, Any] = next((r for r in reversed(self._reports) if r.get("ok")), {})
@@ -456,5 +461,5 @@ def measure(
 
 def _summary(run: Run) -> str:
     if not run.ok:
-        return f"failed in {run.failed_phase}: {run.error}"
+        return f"failed {run.failure}"
     return f"{run.total_ms / 1000.0:.2f} s to steady state, JIT cache {run.cache_bytes} B"
