@@ -208,11 +208,9 @@ def render(facts: Facts, findings: Sequence[Finding], strict: bool = False, widt
     indent = " " * 21
     for finding in findings:
         head = f"{finding.level.label:<5} {finding.check:<14} "
-        lines += textwrap.wrap(finding.message, width, initial_indent=head, subsequent_indent=indent)
+        lines += _wrap(finding.message, width, head, indent)
         if finding.fix and finding.level > Level.OK:
-            lines += textwrap.wrap(
-                finding.fix, width, initial_indent=indent + "fix: ", subsequent_indent=indent + "     "
-            )
+            lines += _wrap(finding.fix, width, indent + "fix: ", indent + "     ")
     counts = {level: sum(1 for f in findings if f.level is level) for level in Level}
     code = exit_code(findings, strict)
     verdict = "fit to benchmark" if code == 0 else "NOT fit to benchmark"
@@ -222,6 +220,18 @@ def render(facts: Facts, findings: Sequence[Finding], strict: bool = False, widt
         f"{counts[Level.INFO]} note(s){' (--strict: warnings count)' if strict else ''}; exit {code}"
     )
     return "\n".join(lines) + "\n"
+
+
+def _wrap(text: str, width: int, first: str, rest: str) -> list[str]:
+    """Wrapped at spaces only, so commands and paths stay whole for copying."""
+    return textwrap.wrap(
+        text,
+        width,
+        initial_indent=first,
+        subsequent_indent=rest,
+        break_on_hyphens=False,
+        break_long_words=False,
+    )
 
 
 def to_json(facts: Facts, findings: Sequence[Finding], strict: bool = False) -> str:

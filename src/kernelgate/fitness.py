@@ -46,7 +46,12 @@ class Finding:
 
 
 def _mib(n: float | None) -> str:
-    return "?" if n is None else f"{n / 2**20:,.0f} MiB" if n < 2**30 else f"{n / 2**30:.2f} GiB"
+    if n is None:
+        return "?"
+    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if n >= scale:
+            return f"{n / scale:.2f} {unit}"
+    return f"{n:.0f} B"
 
 
 def check_gpu(f: Facts) -> list[Finding]:
