@@ -57,8 +57,8 @@ class Scenario:
 SCENARIOS = {
     s.name: s
     for s in (
-        Scenario("empty", "empty CUDA JIT cache in every run (a fresh runner)"),
-        Scenario("warm", "CUDA JIT cache filled by an earlier run (a reused runner)", warm_cache=True),
+        Scenario("empty", "empty CUDA JIT cache in every run, as on a fresh runner"),
+        Scenario("warm", "CUDA JIT cache filled by an earlier run, as on a reused runner", warm_cache=True),
         Scenario(
             "ptx-jit",
             "CUDA_FORCE_PTX_JIT=1, empty JIT cache: every kernel JIT-compiled from PTX in every run",
