@@ -1,4 +1,5 @@
-"""The YOLO suite's matrix: on a GPU, fp16 and fp32 at 640x640; on the CPU, fp32 at 160x160."""
+"""The suite's matrix: on a GPU, fp16 and fp32 at 640x640 (cold start: yolov8n fp16 in every scenario);
+on the CPU, fp32 at 160x160 (cold start: one scenario)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,11 @@ def _on_gpu(config: pytest.Config) -> bool:
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "coldstart_case" in metafunc.fixturenames:
+        gpu = _on_gpu(metafunc.config)
+        scenarios = ("empty", "warm", "ptx-jit", "ptx-jit-warm") if gpu else ("empty",)
+        cold = [("yolov8n", "fp16" if gpu else "fp32", 640 if gpu else 160, s) for s in scenarios]
+        metafunc.parametrize("coldstart_case", cold, ids=[f"{m}-{p}-bs1-{i}-{s}" for m, p, i, s in cold])
     if "yolo_case" not in metafunc.fixturenames:
         return
     gpu = _on_gpu(metafunc.config)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from kernelgate import baseline, report
+from kernelgate import baseline, environment, report
 from kernelgate.compare import Comparison, Verdict, compare
 from kernelgate.config import GateConfig, Scope
 
@@ -68,3 +68,21 @@ def test_a_passing_run_summarises_the_total() -> None:
     comparison = compare(base.measurement, base.measurement, GateConfig())
     assert not comparison.failed
     check("terminal_summary_pass.txt", report.summary_table([comparison]))
+
+
+def test_environment_changes_are_shown_next_to_the_regression(
+    slowed: tuple[Comparison, dict[str, str]],
+) -> None:
+    comparison, types = slowed
+    base = load("h200-yolov8n-fp16-baseline.json").measurement.environment
+    current = dict(base, torch="2.12.0+cu130", cudnn="92000", temperature_c="61")
+    current["env.CUBLAS_WORKSPACE_CONFIG"] = ":4096:8"
+    found = environment.changes(base, current)
+    text = report.failure_message(comparison, types, "baselines/x.json", found)
+    lines = text.splitlines()
+    assert lines[-3] == (
+        "  environment changed since the baseline (may explain it): cudnn 91900 -> 92000; "
+        "torch 2.11.0+cu130 -> 2.12.0+cu130; CUBLAS_WORKSPACE_CONFIG (unset) -> :4096:8"
+    )
+    assert lines[-2] == "  baseline: baselines/x.json"
+    assert report.failure_message(comparison, types, "baselines/x.json") == "\n".join(lines[:-3] + lines[-2:])

@@ -1,13 +1,15 @@
-"""The ``kernelgate`` command: the architecture key, and offline comparison of result files."""
+"""The ``kernelgate`` command: the architecture key, offline comparison of result files, the machine's
+fitness to benchmark (``doctor``) and cold-start measurements (``coldstart``)."""
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from kernelgate import baseline, config, integrity
+from kernelgate import baseline, coldgate, coldstart, config, environment, integrity
 from kernelgate.compare import compare
 from kernelgate.environment import detect_arch_key
 from kernelgate.measure import Measurement
@@ -36,6 +38,10 @@ def _compare(args: argparse.Namespace) -> int:
         if match is None:
             print(f"{entry.measurement.benchmark}: no baseline entry in {args.baseline}")
             continue
+        old, new = coldgate.record_of(match), coldgate.record_of(entry)
+        if old is not None and new is not None:
+            failed |= _gate_coldstart(old, new, gate, args.baseline)
+            continue
         problems = _untrusted(match.measurement, entry.measurement)
         if problems:
             failed = True
@@ -47,7 +53,10 @@ def _compare(args: argparse.Namespace) -> int:
             print(layer_table(comparison, types))
         if comparison.failed:
             failed = True
-            print(failure_message(comparison, types, args.baseline))
+            changes = environment.changes(
+                base[fullname].measurement.environment, entry.measurement.environment
+            )
+            print(failure_message(comparison, types, args.baseline, changes))
         else:
             print(f"{comparison.benchmark}: pass")
     return 1 if failed else 0
@@ -85,6 +94,98 @@ def _untrusted(base: Measurement, current: Measurement) -> list[str]:
     return problems
 
 
+def _gate_coldstart(
+    base: coldstart.ColdStart, current: coldstart.ColdStart, gate: config.GateConfig, where: str
+) -> bool:
+    """Print the verdict of one cold start; True if it regressed (or failed where the baseline did not)."""
+    if current.error and not base.error:
+        print(f"kernelgate: cold start {current.id} failed {current.error} (the baseline's runs completed)")
+        return True
+    if base.error or current.error:
+        print(f"{current.id}: not compared: baseline {base.error or 'ok'}; now {current.error or 'ok'}")
+        return False
+    comparison = coldgate.compare(base, current, gate)
+    if comparison.failed:
+        changes = environment.changes(base.environment, current.environment)
+        print(coldgate.failure_message(comparison, base, current, where, changes))
+        return True
+    print(coldgate.summary(comparison))
+    return False
+
+
+def _doctor(args: argparse.Namespace) -> int:
+    from kernelgate import doctor, fitness
+
+    facts = doctor.gather(Path(args.baseline_dir))
+    findings = fitness.diagnose(facts)
+    text = (
+        doctor.to_json(facts, findings, args.strict)
+        if args.json
+        else doctor.render(facts, findings, args.strict)
+    )
+    sys.stdout.write(text)
+    return fitness.exit_code(findings, args.strict)
+
+
+def _coldstart(args: argparse.Namespace) -> int:
+    device = args.device
+    if device == "auto":
+        device = "cpu" if detect_arch_key().startswith("cpu-") else "cuda"
+    spec = coldstart.ChildSpec(
+        args.model, args.precision, args.batch, args.imgsz, device, args.iterations, args.cudnn_benchmark
+    )
+    scenarios = (args.scenarios or ("empty,warm,ptx-jit" if device == "cuda" else "empty")).split(",")
+    unknown = [name for name in scenarios if name not in coldstart.SCENARIOS]
+    if unknown:
+        print(f"kernelgate coldstart: unknown scenario(s) {unknown}; use {', '.join(coldstart.SCENARIOS)}")
+        return 2
+    extra = dict(_pair(text) for text in args.env)
+    if args.slow_phase:
+        extra[coldstart.SLOW_PHASE_VAR] = args.slow_phase
+    try:
+        base = coldgate.read_records(Path(args.compare)) if args.compare else {}
+    except (OSError, ValueError, KeyError, baseline.BaselineError) as exc:
+        print(f"kernelgate: cannot read cold-start records from {args.compare}: {exc}", file=sys.stderr)
+        return 2
+    records: list[coldstart.ColdStart] = []
+    for name in scenarios:
+        record = coldstart.measure(
+            spec,
+            coldstart.SCENARIOS[name],
+            args.runs,
+            extra,
+            args.timeout,
+            prime=not args.no_prime,
+            fallback_arch=detect_arch_key(force_cpu=device == "cpu"),
+            progress=lambda line: print(f"kernelgate coldstart: {line}", file=sys.stderr, flush=True),
+        )
+        records.append(record)
+        if args.out:  # after every scenario: a run cut short still leaves what it measured
+            document = {coldgate.EXTRA_KEY: [r.to_json() for r in records]}
+            baseline.write_atomic(Path(args.out), json.dumps(document, indent=2) + "\n")
+    print(coldgate.table(records))
+    for record in records:
+        if record.error:
+            print(f"{record.id}: failed {record.error}")
+    gate, _ = config.load_pyproject(Path(args.config))
+    failed = False
+    for record in records:
+        if record.id in base:
+            failed |= _gate_coldstart(base[record.id], record, gate, args.compare)
+        elif args.compare:
+            print(f"{record.id}: no baseline record in {args.compare}")
+    return 1 if failed else 0
+
+
+def _pair(text: str) -> tuple[str, str]:
+    key, sep, value = text.partition("=")
+    if not sep or not key:
+        raise SystemExit(
+            f"kernelgate coldstart: --env {text!r}: expected KEY=VALUE, e.g. --env CUDA_CACHE_DISABLE=1"
+        )
+    return key, value
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="kernelgate", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -115,6 +216,36 @@ def main(argv: Sequence[str] | None = None) -> int:
     ab.add_argument("--all", action="store_true", help="also print every layer's delta")
     ab.add_argument("pytest_args", nargs="*", help="after --: pytest arguments (default: benchmarks)")
     ab.set_defaults(run=_ab)
+
+    doc = sub.add_parser("doctor", help="is this machine fit to benchmark? (exit 1 if not)")
+    doc.add_argument("--json", action="store_true", help="facts and findings as JSON")
+    doc.add_argument("--strict", action="store_true", help="warnings make it unfit too")
+    doc.add_argument("--baseline-dir", default="baselines")
+    doc.set_defaults(run=_doctor)
+    cold = sub.add_parser(
+        "coldstart",
+        help="time cold starts in fresh processes, per phase (exit 1 if --compare finds a regression)",
+    )
+    cold.add_argument("--model", default="yolov8n")
+    cold.add_argument("--precision", default="fp16", choices=["fp16", "fp32"])
+    cold.add_argument("--batch", type=int, default=1)
+    cold.add_argument("--imgsz", type=int, default=640)
+    cold.add_argument("--device", default="auto", choices=["auto", "cuda", "cpu"])
+    cold.add_argument(
+        "--scenarios",
+        help=f"comma-separated, of {', '.join(coldstart.SCENARIOS)} (default empty,warm,ptx-jit; CPU: empty)",
+    )
+    cold.add_argument("--runs", type=int, default=3, help="timed runs per scenario (default 3)")
+    cold.add_argument("--iterations", type=int, default=50, help="forwards after the first (default 50)")
+    cold.add_argument("--cudnn-benchmark", action="store_true", help="torch.backends.cudnn.benchmark = True")
+    cold.add_argument("--env", action="append", default=[], metavar="KEY=VALUE", help="set for every child")
+    cold.add_argument("--slow-phase", metavar="PHASE:SECONDS", help="deliberate fault: sleep in that phase")
+    cold.add_argument("--timeout", type=float, default=600.0, help="seconds per child (default 600)")
+    cold.add_argument("--no-prime", action="store_true", help="no untimed first run")
+    cold.add_argument("--out", help="write the records (JSON) to this file")
+    cold.add_argument("--compare", metavar="FILE", help="gate against a baseline file or a --out file")
+    cold.add_argument("--config", default="pyproject.toml", help="thresholds from this [tool.kernelgate]")
+    cold.set_defaults(run=_coldstart)
     args = parser.parse_args(argv)
     if getattr(args, "rounds", 1) < 1:
         parser.error(f"--rounds {args.rounds}: give 1 or more")

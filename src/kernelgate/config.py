@@ -22,6 +22,7 @@ class Scope(enum.Enum):
     TOTAL = "total"
     LAYER = "layer"
     KERNEL = "kernel"
+    PHASE = "phase"  # a phase of a cold start (kernelgate.coldstart); own thresholds, see GateConfig
 
 
 class MissingBaseline(enum.Enum):
@@ -84,15 +85,24 @@ class GateConfig:
     confirm: bool = True
     on_unreliable: Policy = Policy.FAIL
     on_nothing_compared: Policy = Policy.FAIL
+    coldstart_threshold: float = 0.25
+    coldstart_floor_ms: float = 250.0
 
     def threshold(self, arch: str, benchmark: str, scope: Scope, name: str) -> Threshold:
-        rel = {
-            Scope.TOTAL: self.total_threshold,
-            Scope.LAYER: self.layer_threshold,
-            Scope.KERNEL: self.kernel_threshold,
-        }[scope]
-        floor = self.kernel_floor_us if scope is Scope.KERNEL else self.floor_us
+        """The threshold of one figure. Cold-start phases (seconds, not microseconds) start from
+        ``coldstart_threshold`` / ``coldstart_floor_ms`` and follow only rules with ``scope = "phase"``."""
+        if scope is Scope.PHASE:
+            rel, floor = self.coldstart_threshold, 1000.0 * self.coldstart_floor_ms
+        else:
+            rel = {
+                Scope.TOTAL: self.total_threshold,
+                Scope.LAYER: self.layer_threshold,
+                Scope.KERNEL: self.kernel_threshold,
+            }[scope]
+            floor = self.kernel_floor_us if scope is Scope.KERNEL else self.floor_us
         for rule in self.rules:
+            if scope is Scope.PHASE and rule.scope != Scope.PHASE.value:
+                continue
             if rule.matches(arch, benchmark, scope, name):
                 rel = rule.threshold if rule.threshold is not None else rel
                 floor = rule.floor_us if rule.floor_us is not None else floor
@@ -128,6 +138,16 @@ def parse_floor(value: object, what: str) -> float:
     return result
 
 
+def parse_ms(value: object, what: str) -> float:
+    try:
+        result = float(str(value).strip().removesuffix("ms"))
+    except ValueError as exc:
+        raise ConfigError(f"{what} = {value!r} is not a number of milliseconds; write e.g. 250.0.") from exc
+    if not 0.0 <= result < float("inf"):
+        raise ConfigError(f"{what} = {value!r} must be a finite number of milliseconds, 0 or more.")
+    return result
+
+
 def parse_rule(raw: Mapping[str, Any], where: str) -> Rule:
     known = {"arch", "benchmark", "scope", "name", "threshold", "floor_us"}
     if not isinstance(raw, Mapping):
@@ -140,7 +160,9 @@ def parse_rule(raw: Mapping[str, Any], where: str) -> Rule:
             raise ConfigError(f"{where}.{key} = {raw[key]!r} must be a string (a glob pattern).")
     scope = str(raw.get("scope", "*"))
     if scope != "*" and scope not in {s.value for s in Scope}:
-        raise ConfigError(f"{where}: scope = {scope!r}; use 'total', 'layer', 'kernel' or '*'.")
+        raise ConfigError(
+            f"{where}: scope = {scope!r}; use 'total', 'layer', 'kernel', 'phase' (cold start) or '*'."
+        )
     return Rule(
         arch=str(raw.get("arch", "*")),
         benchmark=str(raw.get("benchmark", "*")),
@@ -180,6 +202,8 @@ _SIMPLE_KEYS = {
     "on_unreliable",
     "on_nothing_compared",
     "rules",
+    "coldstart_threshold",
+    "coldstart_floor_ms",
 }
 
 
@@ -189,9 +213,11 @@ def from_table(table: Mapping[str, Any], where: str, root: Path) -> GateConfig:
         raise ConfigError(f"{where}: unknown key(s) {unknown}; known keys are {sorted(_SIMPLE_KEYS)}.")
     cfg = GateConfig(baseline_dir=root / "baselines")
     updates: dict[str, Any] = {}
-    for key in ("layer_threshold", "kernel_threshold", "total_threshold"):
+    for key in ("layer_threshold", "kernel_threshold", "total_threshold", "coldstart_threshold"):
         if key in table:
             updates[key] = parse_fraction(table[key], f"{where}.{key}")
+    if "coldstart_floor_ms" in table:
+        updates["coldstart_floor_ms"] = parse_ms(table["coldstart_floor_ms"], f"{where}.coldstart_floor_ms")
     for key in ("floor_us", "kernel_floor_us"):
         if key in table:
             updates[key] = parse_floor(table[key], f"{where}.{key}")

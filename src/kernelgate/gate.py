@@ -20,6 +20,7 @@ import pytest
 
 from kernelgate import attribute, baseline, environment, faults, integrity, measure, profile, trace
 from kernelgate.attribute import Layers
+from kernelgate.coldstart import ChildSpec, ColdStart
 from kernelgate.compare import Comparison, compare, confirmed
 from kernelgate.config import MissingBaseline, Policy
 from kernelgate.model import YoloSpec, build_yolo, load_checkpoint, make_input, slow_down
@@ -234,6 +235,25 @@ class KernelGate:
             return None, f"confirm run failed (exit {done.returncode}): " + " | ".join(tail)
         return measure.Measurement.from_json(json.loads(out.read_text(encoding="utf-8"))), ""
 
+    def coldstart(
+        self,
+        model: str = "yolov8n",
+        precision: str = "fp16",
+        batch: int = 1,
+        imgsz: int = 640,
+        scenario: str = "warm",
+        runs: int = 3,
+        prime: bool = True,
+    ) -> ColdStart:
+        """Time ``runs`` cold starts of the model, each in a fresh process, and gate every phase
+        against the baseline (:mod:`kernelgate.coldgate`); ``scenario`` is one of
+        :data:`kernelgate.coldstart.SCENARIOS` (``empty``, ``warm``, ``ptx-jit``, ``ptx-jit-warm``)."""
+        from kernelgate import coldgate
+
+        iterations = 50 if self.device.startswith("cuda") else 20  # forwards after the first
+        spec = ChildSpec(model, precision, batch, imgsz, self.device, iterations)
+        return coldgate.run(self, spec, scenario, runs, prime)
+
     def _keep(self, result: measure.Measurement, stats: Any) -> None:
         if stats is None:
             if self.state.options.save:
@@ -248,16 +268,10 @@ class KernelGate:
         self.state.measured.append(baseline.Entry(self.benchmark.fullname, result, bench))
 
     def _gate(self, result: measure.Measurement, layers: Layers) -> Comparison | None:
-        path = baseline.path_for(self.state.config.baseline_dir, result.arch)
-        try:
-            entries = self.state.baseline_entries(path, result.arch)
-        except baseline.BaselineError as exc:
-            pytest.fail(f"kernelgate: {exc}", pytrace=False)
-        entry = entries.get(self.benchmark.fullname)
-        if entry is None:
-            self._no_baseline(result, path)
+        found = self.baseline_entry(result)
+        if found is None:
             return None
-        _check_baseline_entry(entry, shown(path))
+        entry, path = found
         comparison = compare(entry.measurement, result, self.state.config)
         if comparison.failed and self.state.config.confirm:
             again, problem = self._confirm()
@@ -270,16 +284,57 @@ class KernelGate:
                 comparison = dataclasses.replace(comparison, notes=(*comparison.notes, problem))
         self.state.comparisons.append(comparison)
         if comparison.failed:
-            pytest.fail(failure_message(comparison, dict(layers.types), shown(path)), pytrace=False)
+            changes = environment.changes(entry.measurement.environment, result.environment)
+            pytest.fail(failure_message(comparison, dict(layers.types), shown(path), changes), pytrace=False)
         return comparison
 
-    def _no_baseline(self, result: measure.Measurement, path: Path) -> None:
+    def baseline_entry(self, result: measure.Measurement) -> tuple[baseline.Entry, Path] | None:
+        """This benchmark's baseline for this GPU, or None once a missing baseline failed or warned.
+
+        A baseline of another GPU (another product of the same architecture, or the same key with
+        other memory, max clock or power limit: :func:`environment.gpu_differences`) is refused
+        unless ``--kernelgate-allow-other-gpu``.
+        """
+        base_dir, allow = self.state.config.baseline_dir, self.state.options.allow_other_gpu
+        path = baseline.path_for(base_dir, result.arch)
+        others = [] if path.exists() else environment.same_architecture(result.arch, _keys(base_dir))
+        if others and allow:
+            path = baseline.path_for(base_dir, others[0])
+        try:
+            entries = self.state.baseline_entries(path, result.arch)
+        except baseline.BaselineError as exc:
+            pytest.fail(f"kernelgate: {exc}", pytrace=False)
+        entry = entries.get(self.benchmark.fullname)
+        if entry is None:
+            self._no_baseline(result, path, others)
+            return None
+        _check_baseline_entry(entry, shown(path))
+        differences = environment.gpu_differences(entry.measurement.environment, result.environment)
+        if differences and not allow:
+            pytest.fail(
+                environment.other_gpu_message(result.benchmark, shown(path), differences), pytrace=False
+            )
+        if differences or path.parent.name != result.arch:
+            listed = "; ".join(str(d) for d in differences) or f"{path.parent.name} for {result.arch}"
+            self.state.notes.append(
+                f"{result.benchmark}: compared with another GPU's baseline ({listed}), "
+                f"as {environment.OTHER_GPU_OPTION} asked"
+            )
+        return entry, path
+
+    def _no_baseline(self, result: measure.Measurement, path: Path, others: list[str] | None = None) -> None:
         self.state.missing.append(result.benchmark)
         message = (
             f"kernelgate: no baseline for {result.benchmark!r} on {result.arch} "
             f"(looked in {shown(path)}). Record one on this machine: "
             f"pytest benchmarks --kernelgate-save -k '{result.benchmark}' and commit {shown(path.parent)}/."
         )
+        if others:
+            message += (
+                f" Baselines of other GPUs of the same architecture exist ({', '.join(others)}); a "
+                "timing of one GPU does not hold for another, so they are not used unless "
+                f"{environment.OTHER_GPU_OPTION} is given."
+            )
         if self.state.config.missing_baseline is MissingBaseline.FAIL:
             pytest.fail(message, pytrace=False)
         warnings.warn(message, MissingBaselineWarning, stacklevel=2)
@@ -296,6 +351,13 @@ def _check_baseline_entry(entry: baseline.Entry, path: str) -> None:
             f"-k '{entry.measurement.benchmark}'",
             pytrace=False,
         )
+
+
+def _keys(baseline_dir: Path) -> list[str]:
+    """The architecture keys that have a baseline file."""
+    if not baseline_dir.is_dir():
+        return []
+    return sorted(p.name for p in baseline_dir.iterdir() if (p / baseline.FILE_NAME).is_file())
 
 
 def measure_module(

@@ -12,9 +12,10 @@ import pickle
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from kernelgate.attribute import Layers
+if TYPE_CHECKING:
+    from kernelgate.attribute import Layers
 
 PRECISIONS = ("fp16", "fp32")
 SEED = 0
@@ -39,6 +40,15 @@ class YoloSpec:
 
 def build_yolo(spec: YoloSpec, device: str) -> tuple[Any, Layers]:
     """A detection model from ``<model>.yaml`` in eval mode on ``device``, with seeded random weights."""
+    from kernelgate.attribute import Layers
+
+    model = build_detection_model(spec, device)
+    layers = Layers({f"model.{i}": type(layer).__name__ for i, layer in enumerate(model.model)})
+    return model, layers
+
+
+def build_detection_model(spec: YoloSpec, device: str) -> Any:
+    """:func:`build_yolo` without the layer table (imports neither pandas nor the profiler: cold starts)."""
     import os
 
     # ultralytics resolves public DNS names at import to decide whether it is online; a CI gate
@@ -56,8 +66,7 @@ def build_yolo(spec: YoloSpec, device: str) -> tuple[Any, Layers]:
     model = model.to(device)
     if spec.precision == "fp16":
         model = model.half()
-    layers = Layers({f"model.{i}": type(layer).__name__ for i, layer in enumerate(model.model)})
-    return model, layers
+    return model
 
 
 def make_input(spec: YoloSpec, device: str) -> Any:

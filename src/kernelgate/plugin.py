@@ -86,6 +86,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
     add("--kernelgate-iterations", type=int, metavar="N", help="profiled iterations per benchmark")
     add(
+        "--kernelgate-allow-other-gpu",
+        action="store_true",
+        help="compare with a baseline recorded on another GPU of the same architecture (refused by default)",
+    )
+    add(
         "--kernelgate-out",
         metavar="DIR",
         default=".kernelgate",
@@ -183,6 +188,7 @@ def pytest_configure(config: pytest.Config) -> None:
         if config.getoption("kernelgate_confirm_out")
         else None,
         trust_pt=bool(config.getoption("kernelgate_trust_pt")),
+        allow_other_gpu=bool(config.getoption("kernelgate_allow_other_gpu")),
     )
     if options.append and not options.save:
         raise pytest.UsageError(

@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import io
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.table import Table
 
 from kernelgate.compare import Comparison, Delta, Verdict
 from kernelgate.config import Scope
+
+if TYPE_CHECKING:
+    from kernelgate.environment import Change
 
 KERNEL_NAME_WIDTH = 90
 KERNELS_PER_LAYER = 3
@@ -81,8 +85,11 @@ def layer_label(layer: str, types: dict[str, str]) -> str:
     return f"{layer} {types.get(layer, '')}".rstrip()
 
 
-def failure_message(comparison: Comparison, layer_types: dict[str, str], baseline_path: str) -> str:
-    """The message of a failing benchmark test: what got slower, by how much, against what."""
+def failure_message(
+    comparison: Comparison, layer_types: dict[str, str], baseline_path: str, changes: Sequence[Change] = ()
+) -> str:
+    """The message of a failing benchmark test: what got slower, by how much, against what, and
+    which environment changes (driver, torch, cuDNN, ultralytics, variables) may explain it."""
     failures = comparison.failures
     layers = [d for d in failures if d.scope is Scope.LAYER]
     lines = [
@@ -117,6 +124,7 @@ def failure_message(comparison: Comparison, layer_types: dict[str, str], baselin
     extra = ", ".join(f"{n} {v.value}" for v, n in others.items() if n)
     if extra:
         lines.append(f"  not failing: {extra} layer(s)")
+    lines += environment_lines(changes)
     lines += [f"  note: {note}" for note in comparison.notes]
     lines.append(f"  baseline: {baseline_path}")
     lines.append(
@@ -124,6 +132,14 @@ def failure_message(comparison: Comparison, layer_types: dict[str, str], baselin
         f"pytest benchmarks --kernelgate-save -k '{comparison.benchmark}'"
     )
     return "\n".join(lines)
+
+
+def environment_lines(changes: Sequence[Change]) -> list[str]:
+    if not changes:
+        return []
+    return [
+        "  environment changed since the baseline (may explain it): " + "; ".join(str(c) for c in changes)
+    ]
 
 
 def summary_table(comparisons: Sequence[Comparison], width: int = 120) -> str:

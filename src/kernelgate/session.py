@@ -34,6 +34,7 @@ class Options:
     append: bool = False
     confirm_out: Path | None = None
     trust_pt: bool = False
+    allow_other_gpu: bool = False
 
 
 @dataclass
