@@ -272,6 +272,7 @@ class KernelGate:
         if found is None:
             return None
         entry, path = found
+        _check_baseline_entry(entry, shown(path))
         comparison = compare(entry.measurement, result, self.state.config)
         if comparison.failed and self.state.config.confirm:
             again, problem = self._confirm()
@@ -301,14 +302,14 @@ class KernelGate:
         if others and allow:
             path = baseline.path_for(base_dir, others[0])
         try:
-            entries = self.state.baseline_entries(path, result.arch)
+            # the folder names the architecture: this one, or another with --kernelgate-allow-other-gpu
+            entries = self.state.baseline_entries(path, path.parent.name)
         except baseline.BaselineError as exc:
             pytest.fail(f"kernelgate: {exc}", pytrace=False)
         entry = entries.get(self.benchmark.fullname)
         if entry is None:
             self._no_baseline(result, path, others)
             return None
-        _check_baseline_entry(entry, shown(path))
         differences = environment.gpu_differences(entry.measurement.environment, result.environment)
         if differences and not allow:
             pytest.fail(

@@ -175,6 +175,8 @@ def layers_of(model: Any) -> Layers:
     """Top-level layers: ``model.N`` of an Ultralytics model, else the module's direct children."""
     import torch
 
+    from kernelgate.attribute import Layers
+
     inner = getattr(model, "model", None)
     if isinstance(inner, torch.nn.Sequential):
         return Layers({f"model.{i}": type(layer).__name__ for i, layer in enumerate(inner)})
