@@ -62,7 +62,7 @@ class Fault(torch.nn.Module):
         if self.kind == "oom":
             torch.empty(1 << 50, dtype=torch.uint8, device=x.device)  # a petabyte
         if self.kind == "assert":
-            index = torch.tensor([10], device=x.device)
+            index = torch.tensor([x.numel() + 10], device=x.device)
             x = x.flatten()[index]  # out of bounds: a device-side assert, sticky
             torch.cuda.synchronize()
         return x

@@ -245,6 +245,7 @@ def run(kg: KernelGate, spec: ChildSpec, scenario: str, runs: int, prime: bool) 
             pytrace=False,
         )
     comparison = compare(base, record, kg.state.config)
+    kg.state.comparisons.append(comparison)
     kg.state.notes.append(summary(comparison))
     if comparison.failed:
         changes = environment.changes(base.environment, record.environment)
