@@ -19,9 +19,11 @@ from kernelgate.baseline import FILE_NAME
 
 if TYPE_CHECKING:
     from kernelgate.gate import KernelGate
+    from kernelgate.publish import Published
     from kernelgate.session import State
 
 STATE_KEY = pytest.StashKey["State"]()
+REPORT_KEY: pytest.StashKey[Published] = pytest.StashKey()
 DEFAULT_STORAGE = "file://./.benchmarks"
 
 
@@ -66,6 +68,22 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=".kernelgate",
         help="traces and last results (default .kernelgate)",
     )
+    add(
+        "--kernelgate-report-dir",
+        metavar="DIR",
+        default=".kernelgate/report",
+        help="where report.md, report.html, report.json and traces go (default .kernelgate/report)",
+    )
+    add(
+        "--kernelgate-redact",
+        action="store_true",
+        help="hash layer and kernel names in the report folder (the terminal keeps the real names)",
+    )
+    add(
+        "--kernelgate-history",
+        metavar="DIR",
+        help="older baseline files (*.json, labelled by file name) for the per-layer history plot",
+    )
 
 
 def _given(config: pytest.Config) -> bool:
@@ -81,6 +99,8 @@ def _given(config: pytest.Config) -> bool:
         "kernelgate_missing_baseline",
         "kernelgate_slow_layer",
         "kernelgate_iterations",
+        "kernelgate_redact",
+        "kernelgate_history",
     )
     return any(config.getoption(n) for n in names)
 
@@ -196,6 +216,26 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     _write(session.config, state, state.options.out_dir / "results" / arch / FILE_NAME, merge=False)
     if state.options.save:
         _write(session.config, state, state.config.baseline_dir / arch / FILE_NAME, merge=True)
+        from kernelgate.trace_store import keep_for_baselines
+
+        runs = [
+            (e.fullname, e.measurement.arch, e.measurement.benchmark, e.measurement.total.samples)
+            for e in state.measured
+        ]
+        state.notes += keep_for_baselines(runs, state.options.out_dir, state.config.baseline_dir)
+    if state.comparisons:
+        _report(session.config, state)
+
+
+def _report(config: pytest.Config, state: State) -> None:
+    from kernelgate.publish import publish, session_items
+
+    history = config.getoption("kernelgate_history")
+    items, notes = session_items(state, Path(history) if history else None)
+    state.notes += notes
+    if items:
+        folder = Path(config.getoption("kernelgate_report_dir")).resolve()
+        config.stash[REPORT_KEY] = publish(items, folder, redact=bool(config.getoption("kernelgate_redact")))
 
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
@@ -209,6 +249,10 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
         terminalreporter.write(summary_table(state.comparisons))
     for name in state.missing:
         terminalreporter.write_line(f"no baseline: {name} (record with: pytest benchmarks --kernelgate-save)")
+    published = config.stash.get(REPORT_KEY, None)
+    if published is not None:
+        for line in published.lines():
+            terminalreporter.write_line(line)
     for path in state.written:
         terminalreporter.write_line(f"wrote {path}")
     for note in state.notes:
