@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from kernelgate.baseline import path_for
 from kernelgate.redact import Redactor
 from kernelgate.trace import GPU_CATEGORIES, LAUNCH_CATEGORIES, RANGE_PREFIX, STEP_PREFIX
 
@@ -37,8 +38,13 @@ def current_trace(out_dir: Path, fullname: str) -> Path:
     return out_dir / "traces" / f"{safe(fullname.rpartition('::')[2])}.json"
 
 
+def beside(baseline_file: Path, benchmark: str) -> Path:
+    """The trace excerpt kept with a baseline file: ``<its folder>/traces/<benchmark>.pt.trace.json.gz``."""
+    return baseline_file.parent / "traces" / f"{safe(benchmark)}{SUFFIX}"
+
+
 def baseline_trace(baseline_dir: Path, arch: str, benchmark: str) -> Path:
-    return baseline_dir / arch / "traces" / f"{safe(benchmark)}{SUFFIX}"
+    return beside(path_for(baseline_dir, arch), benchmark)
 
 
 def load(path: Path) -> dict[str, Any]:
