@@ -238,7 +238,13 @@ def _passing(diffs: Sequence[BenchmarkDiff]) -> list[str]:
             f"| {plain(d.benchmark)} | {us(t.baseline_us)} | {us(t.current_us)} | {pct(t.delta_pct)} | "
             f"{len(d.other_layers) + len(d.improved_layers)} of {len(d.layers)} |"
         )
-    return _details(f"✅ {len(diffs)} benchmark(s) passed", rows)
+    changed = {
+        f"{plain(e.label)} {plain(e.baseline or '—')} → {plain(e.current or '—')}": None
+        for d in diffs
+        for e in d.environment_changed
+    }
+    lines = [f"⚠️ **Environment changed:** {', '.join(changed)}", ""] if changed else []
+    return lines + _details(f"✅ {len(diffs)} benchmark(s) passed", rows)
 
 
 def render(diffs: Sequence[BenchmarkDiff], footer: str = "", limit: int = COMMENT_LIMIT) -> str:
