@@ -37,3 +37,18 @@ def test_history_files_and_no_regression(tmp_path: Path, capsys: pytest.CaptureF
 def test_unreadable_input_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["report", str(tmp_path / "missing.json"), str(SLOWED), "--out", str(tmp_path)]) == 2
     assert "cannot be read" in capsys.readouterr().err
+
+
+def test_a_broken_trace_is_noted_and_the_report_still_written(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    traces = tmp_path / "run" / "traces"
+    traces.mkdir(parents=True)
+    (traces / "test_yolo_yolov8n-fp16-bs1-640_.json").write_text("{not json")
+    code = main(
+        ["report", str(BASE), str(SLOWED), "--out", str(tmp_path / "r"), "--traces", str(tmp_path / "run")]
+    )
+    assert code == 1
+    out = capsys.readouterr().out
+    assert "the current trace" in out and "was not copied" in out
+    assert (tmp_path / "r" / "report.html").is_file()

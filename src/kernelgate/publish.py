@@ -77,8 +77,12 @@ def _trace_pair(item: Item, d: diff.BenchmarkDiff, folder: Path, redactor: Redac
                 else "no trace of this run was found"
             )
             continue
-        doc = trace_store.load(source)
-        doc = doc if role == "baseline" else trace_store.excerpt(doc, totals)
+        try:
+            doc = trace_store.load(source)
+            doc = doc if role == "baseline" else trace_store.excerpt(doc, totals)
+        except (OSError, ValueError) as exc:  # unreadable, not JSON, not a profile: the report goes on
+            notes.append(f"the {role} trace {source} was not copied ({exc})")
+            continue
         if redactor is not None:
             doc = trace_store.redact(doc, redactor)
         name = f"{stem}.{role}{trace_store.SUFFIX}"
@@ -125,6 +129,8 @@ def load_history(
     notes: list[str] = []
     if folder is None:
         return history, notes
+    if not folder.is_dir():
+        return history, [f"history: {folder} is not a folder; no history plot"]
     for path in sorted(folder.glob("*.json")):
         try:
             entries = baseline.load(path)
