@@ -75,6 +75,16 @@ def test_host_overhead_growth_on_a_launch_bound_benchmark() -> None:
     assert benchmark_hints(base, measurement({"model.0": 1000.0}, wall=4100.0)) == ()  # +3.3 %: below 5 %
 
 
+def test_host_overhead_growth_from_zero() -> None:
+    """CPU mode: the ops can fill the wall time, so the baseline's host overhead may be 0."""
+    (hint,) = benchmark_hints(
+        measurement({"model.0": 1000.0}, wall=900.0), measurement({"model.0": 1000.0}, wall=1100.0)
+    )
+    assert hint.text.startswith(
+        "host overhead (wall - GPU busy) grew 0 → 100 µs while the wall time went 900 → 1100"
+    )
+
+
 def test_clock_event_reasons_other_than_idle() -> None:
     base = measurement({"model.0": 100.0})
     base = dataclasses.replace(base, environment={**base.environment, "clock_event_reasons": "0x0"})

@@ -53,7 +53,9 @@ def test_save_regress_redact_and_pass(pytester: pytest.Pytester) -> None:
     redacted.stdout.fnmatch_lines(["*│ tiny * │ lastconv *regressed*", "report: out/report.md*"])
     check_redacted(Path(pytester.path, "out"))
 
-    passed = pytester.runpytest_subprocess(*ARGS, "--kernelgate-threshold=400%", "--kernelgate-floor-us=5000")
+    passed = pytester.runpytest_subprocess(
+        *ARGS, "--kernelgate-threshold=1000%", "--kernelgate-floor-us=100000"
+    )
     passed.assert_outcomes(passed=1)
     markdown = (pytester.path / ".kernelgate" / "report" / "report.md").read_text()
     assert markdown.splitlines()[1].startswith("### ✅ kernelgate: no regression in 1 benchmark(s) on cpu-")

@@ -137,6 +137,7 @@ def benchmark_hints(base: Measurement, current: Measurement) -> tuple[Hint, ...]
         before, after = base.host_overhead_us, current.host_overhead_us
         if after - before > max(HOST_OVERHEAD_GROWTH * before, HOST_OVERHEAD_FLOOR_US):
             share = current.busy.median / current.wall.median if current.wall.median else 0.0
+            growth = f" ({100 * (after - before) / before:+.1f} %)" if before else ""
             bound = (
                 f"the GPU is busy {100 * share:.0f} % of the wall time, so this benchmark is "
                 "launch-bound: Python and kernel-launch cost count more than kernel time"
@@ -146,8 +147,8 @@ def benchmark_hints(base: Measurement, current: Measurement) -> tuple[Hint, ...]
             hints.append(
                 Hint(
                     HintKind.HOST_OVERHEAD_GREW,
-                    f"host overhead (wall - GPU busy) grew {before:.0f} → {after:.0f} µs "
-                    f"({100 * (after - before) / before:+.1f} %) while the wall time went "
+                    f"host overhead (wall - GPU busy) grew {before:.0f} → {after:.0f} µs{growth} "
+                    "while the wall time went "
                     f"{base.wall.median:.0f} → {current.wall.median:.0f} µs; {bound}",
                 )
             )

@@ -233,9 +233,17 @@ def _report(config: pytest.Config, state: State) -> None:
     history = config.getoption("kernelgate_history")
     items, notes = session_items(state, Path(history) if history else None)
     state.notes += notes
-    if items:
-        folder = Path(config.getoption("kernelgate_report_dir")).resolve()
+    if not items:
+        return
+    folder = Path(config.getoption("kernelgate_report_dir")).resolve()
+    try:
         config.stash[REPORT_KEY] = publish(items, folder, redact=bool(config.getoption("kernelgate_redact")))
+    except Exception as exc:  # a broken report must not hide the gate's verdict, which stands
+        state.notes.append(
+            f"kernelgate: the report in {folder} could not be written ({type(exc).__name__}: {exc}); "
+            "the verdicts above stand. Rerun offline: kernelgate report BASELINE.json "
+            f"{state.options.out_dir}/results/<arch>/0001_kernelgate.json --out {folder}"
+        )
 
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
