@@ -39,7 +39,7 @@ def test_sections_hints_and_environment() -> None:
     assert "| 🔴 | `model.2` C2f | 92.7 µs | 185.0 µs | **+99.6 %**<br>+92.3 µs | 10 % / 5 µs | — |" in text
     assert "more launches: all 22 kernels of the layer ran 2 times as often per iteration (1 → 2)" in text
     assert "host overhead grew: host overhead (wall - GPU busy) grew 2846 → 3082 µs (+8.3 %)" in text
-    assert "<summary>23 layer(s) within threshold</summary>" in text
+    assert "<summary>Layers not over threshold: 23 unchanged</summary>" in text
     assert (
         "<summary>Environment unchanged: GPU NVIDIA H200, driver 580.159.04, CUDA 13.0, cuDNN 9.19.0" in text
     )
@@ -130,7 +130,7 @@ def test_a_report_over_the_comment_limit_is_shortened() -> None:
     short = report_markdown.render([slowed_diff()], limit=len(full) - 1)
     assert len(short) < len(full)
     assert "Shortened to fit a comment" in short
-    assert "Kernels of" not in short and "within threshold</summary>" not in short
+    assert "Kernels of" not in short and "not over threshold" not in short
     tiny = report_markdown.render([slowed_diff()], limit=1000)
     assert len(tiny) <= 1000 and tiny.endswith("_Cut at GitHub's comment size: see report.md._\n")
 

@@ -46,8 +46,6 @@ def render(diffs: Sequence[BenchmarkDiff]) -> str:
         undefined=jinja2.StrictUndefined,
         trim_blocks=True,
     )
-    failing_ids = {id(d) for d in diffs if d.failed}
-
     failures: set[Delta] = set().union(*(d.comparison.failures for d in diffs))
 
     def rowclass(delta: Delta) -> str:
@@ -85,7 +83,7 @@ def render(diffs: Sequence[BenchmarkDiff]) -> str:
         title=", ".join(sorted({d.arch for d in diffs})),
         verdict=_html_verdict(diffs),
         diffs=diffs,
-        passing=[d for d in diffs if id(d) not in failing_ids],
+        passing=[d for d in diffs if not d.failed],
         section=render_section,
         pct=labels.pct,
         badge=badge,

@@ -9,6 +9,7 @@ collapsed table. The hidden marker on the first line lets a workflow find and up
 from __future__ import annotations
 
 import html
+from collections import Counter
 from collections.abc import Iterable, Sequence
 
 from kernelgate import labels
@@ -222,7 +223,9 @@ def benchmark_section(diff: BenchmarkDiff, compact: bool = False) -> list[str]:
         lines += _details(f"✅ {len(improved)} layer(s) faster", LAYER_HEADER + _layer_rows(improved))
     others = diff.other_layers
     if others and not compact:
-        lines += _details(f"{len(others)} layer(s) within threshold", LAYER_HEADER + _layer_rows(others))
+        counts = Counter(labels.verdict(lay.delta.verdict) for lay in others)
+        summary = ", ".join(f"{n} {verdict}" for verdict, n in counts.items())
+        lines += _details(f"Layers not over threshold: {summary}", LAYER_HEADER + _layer_rows(others))
     lines += _environment(diff)
     return lines
 

@@ -2,8 +2,8 @@
 
 A run writes its full trace to ``.kernelgate/traces/<test>.json`` (20 iterations of yolov8n: tens
 of MB). Kept are excerpts of one iteration, the one whose total GPU time is closest to the median,
-with every event inside its ``ProfilerStep#N`` window and all metadata events: a few tens of kB
-gzipped, small enough to commit next to the baseline (``baselines/<arch>/traces/``), so a later
+with every event inside its ``ProfilerStep#N`` window and all metadata events, gzipped: small
+enough to commit next to the baseline (``baselines/<arch>/traces/``), so a later
 regression report can show the baseline's trace beside the current one. An excerpt over
 :data:`SIZE_CAP` bytes is not stored. Perfetto, TensorBoard (``*.pt.trace.json.gz``) and
 chrome://tracing load the files as they are.
