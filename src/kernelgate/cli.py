@@ -186,6 +186,45 @@ def _pair(text: str) -> tuple[str, str]:
     return key, value
 
 
+def _report(args: argparse.Namespace) -> int:
+    from kernelgate import publish, trace_store
+
+    gate, _ = config.load_pyproject(Path(args.config))
+    base_path, current_path = Path(args.baseline), Path(args.current)
+    try:
+        base = baseline.load(base_path)
+        current = baseline.load(current_path)
+    except baseline.BaselineError as exc:
+        print(f"kernelgate: {exc}", file=sys.stderr)
+        return 2
+    history, notes = publish.load_history(Path(args.history) if args.history else None, current)
+    items = []
+    for fullname, entry in current.items():
+        m = entry.measurement
+        if fullname not in base:
+            notes.append(f"{m.benchmark}: no baseline entry in {args.baseline}")
+            continue
+        items.append(
+            publish.Item(
+                compare(base[fullname].measurement, m, gate),
+                base[fullname].measurement,
+                m,
+                tuple(history.get(fullname, ())),
+                trace_store.beside(base_path, m.benchmark),
+                trace_store.current_trace(Path(args.traces), fullname) if args.traces else None,
+            )
+        )
+    if not items:
+        print(
+            f"kernelgate: no benchmark of {args.current} has a baseline in {args.baseline}", file=sys.stderr
+        )
+        return 2
+    published = publish.publish(items, Path(args.out), redact=args.redact)
+    for line in [*published.lines(), *notes]:
+        print(line)
+    return 1 if published.failed else 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="kernelgate", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -246,6 +285,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     cold.add_argument("--compare", metavar="FILE", help="gate against a baseline file or a --out file")
     cold.add_argument("--config", default="pyproject.toml", help="thresholds from this [tool.kernelgate]")
     cold.set_defaults(run=_coldstart)
+
+    rep = sub.add_parser(
+        "report", help="write report.md, report.html, report.json for two result files (exit 1 on regression)"
+    )
+    rep.add_argument("baseline", help="e.g. baselines/<arch>/0001_kernelgate.json (traces from its traces/)")
+    rep.add_argument("current", help="e.g. .kernelgate/results/<arch>/0001_kernelgate.json")
+    rep.add_argument("--out", default=".kernelgate/report", help="report folder (default .kernelgate/report)")
+    rep.add_argument(
+        "--config", default="pyproject.toml", help="thresholds from this file's [tool.kernelgate]"
+    )
+    rep.add_argument(
+        "--traces", help="the current run's --kernelgate-out folder (e.g. .kernelgate), for traces"
+    )
+    rep.add_argument("--history", metavar="DIR", help="older baseline files (*.json) for the history plot")
+    rep.add_argument("--redact", action="store_true", help="hash layer and kernel names in every file")
+    rep.set_defaults(run=_report)
     args = parser.parse_args(argv)
     if getattr(args, "rounds", 1) < 1:
         parser.error(f"--rounds {args.rounds}: give 1 or more")

@@ -22,9 +22,11 @@ from kernelgate.baseline import path_for
 if TYPE_CHECKING:
     from kernelgate.baseline import Entry
     from kernelgate.gate import KernelGate
+    from kernelgate.publish import Published
     from kernelgate.session import State
 
 STATE_KEY = pytest.StashKey["State"]()
+REPORT_KEY: pytest.StashKey[Published] = pytest.StashKey()
 DEFAULT_STORAGE = "file://./.benchmarks"
 
 
@@ -96,6 +98,22 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=".kernelgate",
         help="traces and last results (default .kernelgate)",
     )
+    add(
+        "--kernelgate-report-dir",
+        metavar="DIR",
+        default=".kernelgate/report",
+        help="where report.md, report.html, report.json and traces go (default .kernelgate/report)",
+    )
+    add(
+        "--kernelgate-redact",
+        action="store_true",
+        help="hash layer and kernel names in the report folder (the terminal keeps the real names)",
+    )
+    add(
+        "--kernelgate-history",
+        metavar="DIR",
+        help="older baseline files (*.json, labelled by file name) for the per-layer history plot",
+    )
 
 
 def _given(config: pytest.Config) -> bool:
@@ -114,6 +132,8 @@ def _given(config: pytest.Config) -> bool:
         "kernelgate_trust_pt",
         "kernelgate_slow_layer",
         "kernelgate_iterations",
+        "kernelgate_redact",
+        "kernelgate_history",
     )
     return any(config.getoption(n) for n in names)
 
@@ -270,6 +290,15 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         reliable = [e for e in state.measured if e.measurement.reliable]
         if state.options.save and reliable:
             _write(session.config, state, path_for(state.config.baseline_dir, arch), reliable, True)
+            from kernelgate.trace_store import keep_for_baselines
+
+            runs = [
+                (e.fullname, e.measurement.arch, e.measurement.benchmark, e.measurement.total.samples)
+                for e in reliable
+            ]
+            state.notes += keep_for_baselines(runs, state.options.out_dir, state.config.baseline_dir)
+    if state.comparisons:
+        _report(session.config, state)
     ran = not any(session.config.getoption(o, False) for o in ("collectonly", "setuponly", "setupplan"))
     outcome = state.nothing_compared() if ran else None
     if outcome is not None:
@@ -279,6 +308,25 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
             state.notes.append(f"warning: {outcome}")
     if state.errors and session.exitstatus == pytest.ExitCode.OK:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def _report(config: pytest.Config, state: State) -> None:
+    from kernelgate.publish import publish, session_items
+
+    history = config.getoption("kernelgate_history")
+    items, notes = session_items(state, Path(history) if history else None)
+    state.notes += notes
+    if not items:
+        return
+    folder = Path(config.getoption("kernelgate_report_dir")).resolve()
+    try:
+        config.stash[REPORT_KEY] = publish(items, folder, redact=bool(config.getoption("kernelgate_redact")))
+    except Exception as exc:  # a broken report must not hide the gate's verdict, which stands
+        state.notes.append(
+            f"kernelgate: the report in {folder} could not be written ({type(exc).__name__}: {exc}); "
+            "the verdicts above stand. Rerun offline: kernelgate report BASELINE.json "
+            f"{state.options.out_dir}/results/<arch>/0001_kernelgate.json --out {folder}"
+        )
 
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
@@ -294,6 +342,10 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
         terminalreporter.write_line(f"no baseline: {name} (record with: pytest benchmarks --kernelgate-save)")
     for name in state.unreliable:
         terminalreporter.write_line(f"unreliable profile, not compared: {name}")
+    published = config.stash.get(REPORT_KEY, None)
+    if published is not None:
+        for line in published.lines():
+            terminalreporter.write_line(line)
     for path in state.written:
         terminalreporter.write_line(f"wrote {path}")
     for note in state.notes:

@@ -1,0 +1,68 @@
+"""Redaction: stable short hashes in every published file; generic names kept; terminal untouched."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import re
+from pathlib import Path
+
+from real_data import DATA, slowed_item
+
+from kernelgate import publish, trace_store
+from kernelgate.redact import Redactor
+
+TRACE = DATA / "yolov8n-fp16-h200-2steps.trace.json.gz"
+
+
+def test_hashes_are_stable_short_and_keyed() -> None:
+    r = Redactor()
+    assert r.layer("model.2") == r.layer("model.2") == "layer-" + r.layer("model.2")[6:]
+    assert re.fullmatch(r"layer-[0-9a-f]{8}", r.layer("model.2"))
+    assert r.layer("model.2") != r.module("model.2")  # the kind is part of the hash
+    assert Redactor(b"secret").layer("model.2") != r.layer("model.2")
+    assert [r.layer(n) for n in ("total", "input", "(unattributed)")] == ["total", "input", "(unattributed)"]
+    assert r.kernel("Memcpy HtoD (Pinned -> Device)") == "Memcpy HtoD (Pinned -> Device)"
+    assert (
+        r.kernel_key("model.2.cv1.bn :: bn_kernel")
+        == f"{r.module('model.2.cv1.bn')} :: {r.kernel('bn_kernel')}"
+    )
+
+
+def real_names(item: publish.Item) -> set[str]:
+    m = item.current
+    names = {lay.name for lay in m.layers if lay.name.startswith("model.")}
+    names |= {lay.type for lay in m.layers if lay.type}
+    names |= {k.module for k in m.kernels if k.module.startswith("model.")}
+    names |= {k.name for k in m.kernels if not k.name.startswith("Memcpy")}
+    return names
+
+
+def test_no_layer_type_module_or_kernel_name_in_any_published_file(tmp_path: Path) -> None:
+    item = slowed_item()
+    item = publish.Item(item.comparison, item.base, item.current, current_trace=TRACE, base_trace=None)
+    published = publish.publish([item], tmp_path, redact=True)
+    texts = {
+        p.name: p.read_text()
+        for p in (tmp_path / "report.md", tmp_path / "report.html", tmp_path / "report.json")
+    }
+    (trace,) = published.traces
+    texts[trace.name] = gzip.decompress(trace.read_bytes()).decode()
+    leaks = {name: [n for n in real_names(item) if n in text] for name, text in texts.items()}
+    assert leaks == {name: [] for name in texts}
+    r = Redactor.from_environment()
+    assert f"`{r.layer('model.2')}` {r.layer_type('C2f')}" in texts["report.md"]
+    assert r.layer("model.2") in texts["report.html"] and r.layer("model.2") in texts["report.json"]
+
+
+def test_trace_names_match_the_report_and_strings_in_args_are_dropped() -> None:
+    r = Redactor()
+    doc = trace_store.redact(trace_store.load(TRACE), r)
+    names = {e["name"] for e in doc["traceEvents"]}
+    assert "kg/" + r.module("model.2.cv1.conv") in names
+    assert not any(n.startswith("kg/model.") for n in names)
+    assert any(n.startswith("ProfilerStep#") for n in names) and "cudaLaunchKernel" in names
+    kernels = [e for e in doc["traceEvents"] if e.get("cat") == "kernel"]
+    assert kernels and all(e["name"].startswith("kernel-") for e in kernels)
+    assert all(not isinstance(v, str) for e in doc["traceEvents"] for v in e.get("args", {}).values())
+    assert json.dumps(doc).count("implicit_convolve_sgemm") == 0

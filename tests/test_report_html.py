@@ -1,0 +1,100 @@
+"""The HTML report: self-contained, opens offline, and shows its plots in a real headless browser."""
+
+from __future__ import annotations
+
+import html
+import html.parser
+import os
+import shutil
+from pathlib import Path
+
+import browser
+import numpy as np
+from PIL import Image
+from real_data import DATA, slowed_diff, slowed_item
+
+from kernelgate import publish, report_html
+from kernelgate.measure import Measurement
+
+RED = (0xCF, 0x22, 0x2E)
+
+
+class Links(html.parser.HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.links: list[str] = []
+        self.tags: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags.append(tag)
+        self.links += [v or "" for k, v in attrs if k in {"src", "href", "xlink:href", "srcset", "action"}]
+
+
+def parse(text: str) -> Links:
+    links = Links()
+    links.feed(text)
+    return links
+
+
+def test_self_contained_nothing_fetched_no_script() -> None:
+    text = report_html.render([slowed_diff()])
+    page = parse(text)
+    assert "script" not in page.tags and "link" not in page.tags and "img" not in page.tags
+    assert page.tags.count("svg") == 2  # per-layer deltas and where the total moved
+    assert all(link.startswith("#") for link in page.links), [x for x in page.links if not x.startswith("#")]
+    assert f'content="{report_html.CSP}"' in html.unescape(text) and "default-src 'none'" in report_html.CSP
+
+
+def test_history_plot_appears_with_older_baselines() -> None:
+    item = slowed_item()
+    older: tuple[tuple[str, Measurement], ...] = (("2026-11-01-abc1234", item.base),)
+    d = publish.build_diffs([publish.Item(item.comparison, item.base, item.current, older)], Path("."), None)
+    text = report_html.render(d)
+    assert parse(text).tags.count("svg") == 3
+    assert "2026-11-01-abc1234" in text and "<h3>History</h3>" in text
+
+
+def test_trace_links_are_relative(tmp_path: Path) -> None:
+    item = slowed_item()
+    trace = DATA / "yolov8n-fp16-h200-2steps.trace.json.gz"
+    item = publish.Item(item.comparison, item.base, item.current, base_trace=trace, current_trace=trace)
+    publish.publish([item], tmp_path)
+    links = [x for x in parse((tmp_path / "report.html").read_text()).links if not x.startswith("#")]
+    assert links == [
+        "traces/yolov8n-fp16-bs1-640.baseline.pt.trace.json.gz",
+        "traces/yolov8n-fp16-bs1-640.current.pt.trace.json.gz",
+    ]
+    assert all((tmp_path / link).is_file() for link in links)
+
+
+def red_pixels(png: Path) -> int:
+    with Image.open(png) as image:
+        pixels = np.asarray(image.convert("RGB"), dtype=np.int16)
+    return int((np.abs(pixels - np.array(RED)) < 24).all(axis=2).sum())
+
+
+def test_renders_in_headless_chromium_with_a_screenshot(tmp_path: Path) -> None:
+    chromium = browser.find()
+    publish.publish([slowed_item()], tmp_path / "report")
+    page = tmp_path / "report" / "report.html"
+    rendered = browser.dom(chromium, page, tmp_path / "profile-dom")
+    assert rendered.count("<svg") == 2 and "model.2" in rendered
+    png = tmp_path / "report.png"
+    browser.screenshot(chromium, page, png, tmp_path / "profile-shot", (1100, 1900))
+    with Image.open(png) as image:
+        assert image.size == (1100, 1900)
+    # The regressed bar of model.2 and the total's bar in the waterfall are drawn in red: thousands
+    # of pixels; the page without its plots has only the FAIL badges and a few numbers in red.
+    with_plots = red_pixels(png)
+    bare = tmp_path / "bare.html"
+    text = page.read_text()
+    bare.write_text(text[: text.index("<svg")] + text[text.rindex("</svg>") + 6 :])
+    browser.screenshot(chromium, bare, tmp_path / "bare.png", tmp_path / "profile-bare", (1100, 1900))
+    without = red_pixels(tmp_path / "bare.png")
+    print(f"red pixels: {with_plots} with the plots, {without} without")
+    assert with_plots > without + 5000
+    print(f"screenshot of the HTML report: {png}")
+    keep = os.environ.get("KERNELGATE_SCREENSHOT_DIR")
+    if keep:
+        Path(keep).mkdir(parents=True, exist_ok=True)
+        shutil.copy(png, Path(keep) / "example-report.png")

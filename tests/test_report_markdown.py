@@ -1,0 +1,144 @@
+"""The Markdown report (PR comment, job summary): golden output on the real H200 regression, and rules."""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+from pathlib import Path
+
+from factories import measurement
+from real_data import BASE as BASE_FILE
+from real_data import GOLDEN, check_golden, entry, slowed_diff
+
+from kernelgate import diff, report_markdown
+from kernelgate.compare import Delta, Verdict, compare
+from kernelgate.config import GateConfig, Scope
+
+DOCS = Path(__file__).parent.parent / "docs"
+
+
+def test_real_regression_golden() -> None:
+    check_golden(GOLDEN / "report.md", report_markdown.render([slowed_diff()]))
+
+
+def test_docs_example_is_this_output() -> None:
+    """docs/example-report.md is the report of the real regression, as the code renders it now."""
+    check_golden(DOCS / "example-report.md", report_markdown.render([slowed_diff()]))
+
+
+def test_first_lines_are_the_marker_and_the_verdict() -> None:
+    lines = report_markdown.render([slowed_diff()]).splitlines()
+    assert lines[0] == report_markdown.MARKER
+    assert lines[1] == (
+        "### ❌ kernelgate: 1 layer slower in yolov8n-fp16-bs1-640 on sm90-nvidia-h200: +99.6 % `model.2` C2f"
+    )
+
+
+def test_sections_hints_and_environment() -> None:
+    text = report_markdown.render([slowed_diff()])
+    assert "| 🔴 | `model.2` C2f | 92.7 µs | 185.0 µs | **+99.6 %**<br>+92.3 µs | 10 % / 5 µs | — |" in text
+    assert "more launches: all 22 kernels of the layer ran 2 times as often per iteration (1 → 2)" in text
+    assert "host overhead grew: host overhead (wall - GPU busy) grew 2846 → 3082 µs (+8.3 %)" in text
+    assert "<summary>Layers not over threshold: 23 unchanged</summary>" in text
+    assert (
+        "<summary>Environment unchanged: GPU NVIDIA H200, driver 580.159.04, CUDA 13.0, cuDNN 9.19.0" in text
+    )
+    assert text.count("<details>") == text.count("</details>") == 3  # kernels, unchanged, environment
+
+
+def _passing_diff(name: str, total: float) -> diff.BenchmarkDiff:
+    base = measurement({"model.0": 100.0}, benchmark=name)
+    current = measurement({"model.0": 100.0}, total=total, benchmark=name)
+    return diff.build(compare(base, current, GateConfig()), base, current)
+
+
+def test_verdict_line_when_everything_passes() -> None:
+    diffs = [_passing_diff("a", 101.0), _passing_diff("b", 99.0)]
+    assert report_markdown.verdict_line(diffs) == (
+        "kernelgate: no regression in 2 benchmark(s) on sm90-nvidia-h200 (total GPU time -1.0 % to +1.0 %)"
+    )
+    text = report_markdown.render(diffs)
+    assert text.splitlines()[1].startswith("### ✅ kernelgate: no regression")
+    assert "<summary>✅ 2 benchmark(s) passed</summary>" in text
+
+
+def test_verdict_line_names_the_benchmark_of_each_layer_when_several_failed() -> None:
+    diffs = [slowed_diff(), dataclasses.replace(slowed_diff(), comparison=_renamed("other-bench"))]
+    line = report_markdown.verdict_line(diffs)
+    assert line.startswith("kernelgate: 2 layers slower in 2 of 2 benchmarks on sm90-nvidia-h200: ")
+    assert "+99.6 % `model.2` C2f (other-bench)" in line
+
+
+def _renamed(name: str) -> object:
+    return dataclasses.replace(slowed_diff().comparison, benchmark=name)
+
+
+class FutureVerdict(enum.Enum):
+    """A verdict compare.py may add later (statistical rule): rendered by its value."""
+
+    AMBIGUOUS = "ambiguous"
+
+
+@dataclasses.dataclass(frozen=True)
+class SignificantDelta(Delta):
+    p_value: float | None = None
+
+
+def test_unknown_verdicts_render_by_value_and_p_values_show() -> None:
+    base = measurement({"model.0": 100.0, "model.1": 50.0})
+    current = measurement({"model.0": 130.0, "model.1": 50.0})
+    comparison = compare(base, current, GateConfig())
+    deltas = tuple(
+        SignificantDelta(**{f.name: getattr(d, f.name) for f in dataclasses.fields(d)}, p_value=0.0123)
+        if d.name == "model.0"
+        else dataclasses.replace(d, verdict=FutureVerdict.AMBIGUOUS)  # type: ignore[arg-type]
+        if d.name == "model.1"
+        else d
+        for d in comparison.deltas
+    )
+    comparison = dataclasses.replace(comparison, deltas=deltas)
+    text = report_markdown.render([diff.build(comparison, base, current)])
+    assert "| p = 0.012 |" in text
+    assert "| `model.1` Conv | 50.0 µs | 50.0 µs | +0.0 % | 10 % / 5 µs | — | ambiguous |" in text
+
+
+def test_an_unknown_failing_verdict_fails_the_report() -> None:
+    base = measurement({"model.0": 100.0})
+    comparison = compare(base, base, GateConfig())
+    deltas = tuple(
+        dataclasses.replace(d, verdict=FutureVerdict.AMBIGUOUS) if d.scope is Scope.LAYER else d  # type: ignore[arg-type]
+        for d in comparison.deltas
+    )
+    comparison = dataclasses.replace(
+        comparison,
+        deltas=deltas,
+        fail_on=frozenset({Verdict.REGRESSED, FutureVerdict.AMBIGUOUS}),  # type: ignore[arg-type]
+    )
+    text = report_markdown.render([diff.build(comparison, base, base)])
+    assert text.splitlines()[1].startswith("### ❌ kernelgate: 1 layer slower")
+    assert "| 🔴 | `model.0` Conv |" in text
+
+
+def test_names_with_pipes_and_backticks_stay_in_their_cell() -> None:
+    assert report_markdown.code("a|b") == "`a\\|b`"
+    assert report_markdown.code("x`y") == "`` x`y ``"
+    assert report_markdown.plain("C2f<|>") == "C2f\\<\\|\\>"
+
+
+def test_a_report_over_the_comment_limit_is_shortened() -> None:
+    full = report_markdown.render([slowed_diff()])
+    short = report_markdown.render([slowed_diff()], limit=len(full) - 1)
+    assert len(short) < len(full)
+    assert "Shortened to fit a comment" in short
+    assert "Kernels of" not in short and "not over threshold" not in short
+    tiny = report_markdown.render([slowed_diff()], limit=1000)
+    assert len(tiny) <= 1000 and tiny.endswith("_Cut at GitHub's comment size: see report.md._\n")
+
+
+def test_a_changed_environment_is_shown_outside_the_details() -> None:
+    base = entry(BASE_FILE).measurement
+    current = dataclasses.replace(
+        base, environment={**base.environment, "torch": "2.12.0+cu130", "cudnn": "91000"}
+    )
+    text = report_markdown.render([diff.build(compare(base, current, GateConfig()), base, current)])
+    assert "⚠️ **Environment changed:** cuDNN 9.19.0 → 9.10.0, torch 2.11.0+cu130 → 2.12.0+cu130" in text

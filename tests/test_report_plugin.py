@@ -1,0 +1,105 @@
+"""Reports from a pytest session (CPU, a small torch module): baseline traces kept, report folder written."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import pytest
+
+SUITE = """
+import torch
+from kernelgate.attribute import Layers
+
+LAYERS = Layers({"firstconv": "Conv2d", "midrelu": "ReLU", "lastconv": "Conv2d"})
+
+
+class Net(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        torch.manual_seed(0)
+        self.firstconv = torch.nn.Conv2d(3, 16, 3)
+        self.midrelu = torch.nn.ReLU()
+        self.lastconv = torch.nn.Conv2d(16, 16, 3)
+
+    def forward(self, x):
+        return self.lastconv(self.midrelu(self.firstconv(x)))
+
+
+def test_tiny(kernelgate):
+    kernelgate.module(Net().eval(), torch.rand(1, 3, 48, 48), LAYERS, name="tiny")
+"""
+
+ARGS = ("-p", "no:cacheprovider", "--kernelgate", "--kernelgate-device=cpu", "--benchmark-min-rounds=2")
+# The last conv run 30 more times per forward: far over any CPU noise, with a wide threshold.
+SLOW = ("--kernelgate-slow-layer=lastconv:30", "--kernelgate-threshold=100%", "--kernelgate-floor-us=100")
+
+
+def test_save_regress_redact_and_pass(pytester: pytest.Pytester) -> None:
+    """One session of each kind, in order (each a fresh pytest process, as in CI)."""
+    pytester.makepyfile(test_suite=SUITE)
+    pytester.runpytest_subprocess(*ARGS, "--kernelgate-save").assert_outcomes(passed=1)
+    check_saved_trace(pytester.path)
+
+    regressed = pytester.runpytest_subprocess(*ARGS, *SLOW)
+    regressed.assert_outcomes(failed=1)
+    check_regression_report(pytester.path, regressed)
+
+    redacted = pytester.runpytest_subprocess(
+        *ARGS, *SLOW, "--kernelgate-redact", "--kernelgate-report-dir=out"
+    )
+    redacted.assert_outcomes(failed=1)
+    redacted.stdout.fnmatch_lines(["*│ tiny * │ lastconv *regressed*", "report: out/report.md*"])
+    check_redacted(Path(pytester.path, "out"))
+
+    passed = pytester.runpytest_subprocess(
+        *ARGS, "--kernelgate-threshold=1000%", "--kernelgate-floor-us=100000"
+    )
+    passed.assert_outcomes(passed=1)
+    markdown = (pytester.path / ".kernelgate" / "report" / "report.md").read_text()
+    assert markdown.splitlines()[1].startswith("### ✅ kernelgate: no regression in 1 benchmark(s) on cpu-")
+    assert not list((pytester.path / ".kernelgate" / "report" / "traces").glob("*"))
+
+
+def check_saved_trace(root: Path) -> None:
+    (trace,) = root.glob("baselines/cpu-*/traces/tiny.pt.trace.json.gz")
+    doc = json.loads(gzip.decompress(trace.read_bytes()))
+    steps = [e for e in doc["traceEvents"] if str(e.get("name", "")).startswith("ProfilerStep#")]
+    assert len(steps) == 1 and doc["kernelgate"]["excerpt"].startswith("iteration ")
+    assert any(e.get("name") == "kg/lastconv" for e in doc["traceEvents"])
+
+
+def check_regression_report(root: Path, result: pytest.RunResult) -> None:
+    result.stdout.fnmatch_lines(
+        [
+            "*kernelgate*",
+            "*│ tiny * │ lastconv *regressed*",
+            "report: .kernelgate/report/report.md (PR comment), .kernelgate/report/report.html (plots), "
+            ".kernelgate/report/report.json (for tools)",
+            "traces of regressed benchmarks in .kernelgate/report/traces/: "
+            "tiny.baseline.pt.trace.json.gz, tiny.current.pt.trace.json.gz",
+        ]
+    )
+    folder = root / ".kernelgate" / "report"
+    markdown = (folder / "report.md").read_text()
+    # lastconv ran 31 times per forward; CPU noise may push another layer over too, never lastconv under.
+    verdict = markdown.splitlines()[1]
+    assert verdict.startswith("### ❌ kernelgate: ") and " slower in tiny on cpu-" in verdict
+    assert "% `lastconv` Conv2d" in verdict
+    assert "`lastconv` Conv2d" in markdown and "traces/tiny.current.pt.trace.json.gz" in markdown
+    doc = json.loads((folder / "report.json").read_text())
+    assert doc["failed"] and [lay["name"] for lay in doc["benchmarks"][0]["layers"] if lay["failing"]] == [
+        "lastconv"
+    ]
+    assert "<svg" in (folder / "report.html").read_text()
+
+
+def check_redacted(folder: Path) -> None:
+    paths = [*folder.glob("report.*"), *folder.glob("traces/*")]
+    assert len(paths) == 5
+    for path in paths:
+        data = path.read_bytes()
+        text = (gzip.decompress(data) if path.suffix == ".gz" else data).decode()
+        for name in ("firstconv", "midrelu", "lastconv", "Conv2d", "aten::conv2d"):
+            assert name not in text, f"{name} in {path.name}"

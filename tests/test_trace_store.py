@@ -1,0 +1,65 @@
+"""Trace excerpts: one representative iteration, small, byte-stable, named as the gate names traces."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from factories import launched, step
+from real_data import DATA
+
+from kernelgate import trace, trace_store
+from kernelgate.gate import _safe
+
+TRACE = DATA / "yolov8n-fp16-h200-2steps.trace.json.gz"
+
+
+def test_excerpt_of_the_real_trace_keeps_one_whole_iteration() -> None:
+    doc = trace_store.load(TRACE)
+    one = trace_store.excerpt(doc, totals_us=[1000.0, 1200.0])
+    assert one["kernelgate"]["excerpt"].startswith("iteration 0 of 2 (ProfilerStep#")
+    assert one["deviceProperties"] == doc["deviceProperties"]
+    parsed = trace.parse_gpu(one["traceEvents"])
+    assert len(parsed.steps) == 1
+    assert len(parsed.activities) == len(trace.parse_gpu(doc["traceEvents"]).activities) // 2
+    assert parsed.unlinked == 0
+
+
+def test_excerpt_picks_the_iteration_closest_to_the_median() -> None:
+    events: list[dict[str, object]] = [{"ph": "M", "name": "process_name", "pid": 0, "args": {"name": "gpu"}}]
+    for i, start in enumerate((0.0, 100.0, 200.0)):
+        events += [step(i, start, start + 90.0), *launched(f"k{i}", i, start + 1, start + 5, 10.0)]
+    doc = {"traceEvents": events}
+    picked = trace_store.excerpt(doc, totals_us=[10.0, 30.0, 20.0])
+    assert picked["kernelgate"]["excerpt"] == "iteration 2 of 3 (ProfilerStep#2)"
+    assert {e["name"] for e in picked["traceEvents"]} == {
+        "process_name",
+        "ProfilerStep#2",
+        "cudaLaunchKernel",
+        "k2",
+    }
+    assert trace_store.excerpt(doc)["kernelgate"]["excerpt"] == "iteration 1 of 3 (ProfilerStep#1)"
+
+
+def test_store_writes_a_small_stable_gzip_and_honours_the_cap(tmp_path: Path) -> None:
+    target = tmp_path / "baselines" / "sm90" / "traces" / f"bench{trace_store.SUFFIX}"
+    assert trace_store.store(TRACE, target, [1.0, 2.0]) is None
+    data = target.read_bytes()
+    assert 0 < len(data) < 64 * 1024
+    assert trace_store.store(TRACE, target, [1.0, 2.0]) is None and target.read_bytes() == data
+    note = trace_store.store(TRACE, target, [1.0, 2.0], cap=1000)
+    assert note is not None and "over the 1000-byte cap" in note and not target.exists()
+    assert "missing" in (trace_store.store(tmp_path / "nope.json", target, []) or "")
+
+
+def test_file_names_follow_the_gate() -> None:
+    for name in ("test_yolo[yolov8n-fp16-bs1-640]", "test x/y:z", "a" * 300):
+        assert trace_store.safe(name) == _safe(name)
+    fullname = "benchmarks/test_yolo.py::test_yolo[yolov8n-fp16-bs1-640]"
+    out = Path(".kernelgate")
+    assert trace_store.current_trace(out, fullname) == out / "traces" / "test_yolo_yolov8n-fp16-bs1-640_.json"
+
+
+def test_a_trace_without_profiler_steps_is_refused() -> None:
+    with pytest.raises(ValueError, match="no ProfilerStep"):
+        trace_store.excerpt({"traceEvents": [{"ph": "X", "name": "x", "ts": 1, "dur": 1}]})
