@@ -9,6 +9,7 @@ import pytest
 from real_data import BASE, SLOWED
 
 from kernelgate.cli import main
+from kernelgate.names import safe_name
 
 
 def test_report_of_the_real_regression(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -44,7 +45,7 @@ def test_a_broken_trace_is_noted_and_the_report_still_written(
 ) -> None:
     traces = tmp_path / "run" / "traces"
     traces.mkdir(parents=True)
-    (traces / "test_yolo_yolov8n-fp16-bs1-640_.json").write_text("{not json")
+    (traces / f"{safe_name('test_yolo[yolov8n-fp16-bs1-640]')}.json").write_text("{not json")
     code = main(
         ["report", str(BASE), str(SLOWED), "--out", str(tmp_path / "r"), "--traces", str(tmp_path / "run")]
     )

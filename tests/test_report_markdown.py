@@ -11,7 +11,7 @@ from real_data import BASE as BASE_FILE
 from real_data import GOLDEN, check_golden, entry, slowed_diff
 
 from kernelgate import diff, report_markdown
-from kernelgate.compare import Delta, Verdict, compare
+from kernelgate.compare import Verdict, compare
 from kernelgate.config import GateConfig, Scope
 
 DOCS = Path(__file__).parent.parent / "docs"
@@ -30,15 +30,18 @@ def test_first_lines_are_the_marker_and_the_verdict() -> None:
     lines = report_markdown.render([slowed_diff()]).splitlines()
     assert lines[0] == report_markdown.MARKER
     assert lines[1] == (
-        "### ❌ kernelgate: 1 layer slower in yolov8n-fp16-bs1-640 on sm90-nvidia-h200: +99.6 % `model.2` C2f"
+        "### ❌ kernelgate: 1 layer slower in yolov8n-fp16-bs1-640 on sm90-nvidia-h200: +99.8 % `model.2` C2f"
     )
 
 
 def test_sections_hints_and_environment() -> None:
     text = report_markdown.render([slowed_diff()])
-    assert "| 🔴 | `model.2` C2f | 92.7 µs | 185.0 µs | **+99.6 %**<br>+92.3 µs | 10 % / 5 µs | — |" in text
-    assert "more launches: all 22 kernels of the layer ran 2 times as often per iteration (1 → 2)" in text
-    assert "host overhead grew: host overhead (wall - GPU busy) grew 2846 → 3082 µs (+8.3 %)" in text
+    assert (
+        "| 🔴 | `model.2` C2f | 100.4 µs | 200.6 µs | **+99.8 %**<br>+100.2 µs | 2.5 % / 0.5 µs | p < 0.001 |"
+        in text
+    )
+    assert "more launches: all 26 kernels of the layer ran 2 times as often per iteration (1 → 2)" in text
+    assert "host overhead grew: host overhead (wall - GPU busy) grew 2808 → 3136 µs (+11.7 %)" in text
     assert "<summary>Layers not over threshold: 23 unchanged</summary>" in text
     assert (
         "<summary>Environment unchanged: GPU NVIDIA H200, driver 580.159.04, CUDA 13.0, cuDNN 9.19.0" in text
@@ -66,7 +69,7 @@ def test_verdict_line_names_the_benchmark_of_each_layer_when_several_failed() ->
     diffs = [slowed_diff(), dataclasses.replace(slowed_diff(), comparison=_renamed("other-bench"))]
     line = report_markdown.verdict_line(diffs)
     assert line.startswith("kernelgate: 2 layers slower in 2 of 2 benchmarks on sm90-nvidia-h200: ")
-    assert "+99.6 % `model.2` C2f (other-bench)" in line
+    assert "+99.8 % `model.2` C2f (other-bench)" in line
 
 
 def _renamed(name: str) -> object:
@@ -79,17 +82,12 @@ class FutureVerdict(enum.Enum):
     AMBIGUOUS = "ambiguous"
 
 
-@dataclasses.dataclass(frozen=True)
-class SignificantDelta(Delta):
-    p_value: float | None = None
-
-
 def test_unknown_verdicts_render_by_value_and_p_values_show() -> None:
     base = measurement({"model.0": 100.0, "model.1": 50.0})
     current = measurement({"model.0": 130.0, "model.1": 50.0})
     comparison = compare(base, current, GateConfig())
     deltas = tuple(
-        SignificantDelta(**{f.name: getattr(d, f.name) for f in dataclasses.fields(d)}, p_value=0.0123)
+        dataclasses.replace(d, p_value=0.0123)
         if d.name == "model.0"
         else dataclasses.replace(d, verdict=FutureVerdict.AMBIGUOUS)  # type: ignore[arg-type]
         if d.name == "model.1"
@@ -99,7 +97,7 @@ def test_unknown_verdicts_render_by_value_and_p_values_show() -> None:
     comparison = dataclasses.replace(comparison, deltas=deltas)
     text = report_markdown.render([diff.build(comparison, base, current)])
     assert "| p = 0.012 |" in text
-    assert "| `model.1` Conv | 50.0 µs | 50.0 µs | +0.0 % | 10 % / 5 µs | — | ambiguous |" in text
+    assert "| `model.1` Conv | 50.0 µs | 50.0 µs | +0.0 % | 2.5 % / 0.5 µs | — | ambiguous |" in text
 
 
 def test_an_unknown_failing_verdict_fails_the_report() -> None:

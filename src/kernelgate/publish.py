@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 from kernelgate import baseline, diff, report_html, report_json, report_markdown, trace_store
 from kernelgate.compare import Comparison
 from kernelgate.measure import Measurement
+from kernelgate.names import safe_name
 from kernelgate.redact import Redactor
 
 if TYPE_CHECKING:
@@ -65,7 +66,7 @@ class Published:
 
 
 def _trace_pair(item: Item, d: diff.BenchmarkDiff, folder: Path, redactor: Redactor | None) -> diff.TracePair:
-    stem = trace_store.safe(d.benchmark)
+    stem = safe_name(d.benchmark)
     written: dict[str, str | None] = {"baseline": None, "current": None}
     notes = []
     sources = {"baseline": (item.base_trace, ()), "current": (item.current_trace, item.current.total.samples)}

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from kernelgate.baseline import path_for
+from kernelgate.names import safe_name
 from kernelgate.redact import Redactor
 from kernelgate.trace import GPU_CATEGORIES, LAUNCH_CATEGORIES, RANGE_PREFIX, STEP_PREFIX
 
@@ -28,19 +29,14 @@ SIZE_CAP = 1 << 20
 KEPT_CATEGORIES = LAUNCH_CATEGORIES | {"gpu_memcpy", "gpu_memset", "ac2g", "Trace", "cuda_profiler_range"}
 
 
-def safe(name: str) -> str:
-    """The file-name form of a test or benchmark name (the rule gate.py uses for traces)."""
-    return "".join(c if c.isalnum() or c in "-_." else "_" for c in name)[:200]
-
-
 def current_trace(out_dir: Path, fullname: str) -> Path:
     """Where the gate wrote the full trace of the test ``fullname`` (its node name, made safe)."""
-    return out_dir / "traces" / f"{safe(fullname.rpartition('::')[2])}.json"
+    return out_dir / "traces" / f"{safe_name(fullname.rpartition('::')[2])}.json"
 
 
 def beside(baseline_file: Path, benchmark: str) -> Path:
     """The trace excerpt kept with a baseline file: ``<its folder>/traces/<benchmark>.pt.trace.json.gz``."""
-    return baseline_file.parent / "traces" / f"{safe(benchmark)}{SUFFIX}"
+    return baseline_file.parent / "traces" / f"{safe_name(benchmark)}{SUFFIX}"
 
 
 def baseline_trace(baseline_dir: Path, arch: str, benchmark: str) -> Path:
