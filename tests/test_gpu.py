@@ -16,17 +16,14 @@ def measured(tmp_path_factory: pytest.TempPathFactory) -> Any:
     import torch
 
     from kernelgate import attribute, measure, profile, trace
+    from kernelgate.gate import make_step
     from kernelgate.model import YoloSpec, build_yolo, make_input
 
     spec = YoloSpec("yolov8n", "fp16", 1, 640)
     net, layers = build_yolo(spec, "cuda")
     host = make_input(spec, "cuda")
 
-    def step() -> None:
-        with torch.profiler.record_function(trace.RANGE_PREFIX + "input"):
-            x = host.to("cuda", non_blocking=True)
-        net(x)
-        torch.cuda.synchronize()
+    step = make_step(torch, net, host, "cuda")  # the gate's own step: input copy, forward, sync
 
     path = Path(tmp_path_factory.mktemp("trace")) / "yolov8n.json"
     with torch.no_grad():
