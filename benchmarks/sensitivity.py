@@ -1,7 +1,8 @@
 """How sensitive and how trustworthy is the gate? A benchmark of the gate itself (not a test).
 
-  collect (GPU):   python benchmarks/sensitivity.py collect --work DIR --rounds 3 --trials 20
-  evaluate (any):  python benchmarks/sensitivity.py evaluate --work DIR --out docs/sensitivity.md
+  all in one (GPU): python benchmarks/sensitivity.py run --work DIR --out docs/sensitivity-table.md
+  collect (GPU):    python benchmarks/sensitivity.py collect --work DIR --rounds 3 --trials 20
+  evaluate (any):   python benchmarks/sensitivity.py evaluate --work DIR --out docs/sensitivity-table.md
 
 ``collect`` records a baseline of the default suite in ``--rounds`` separate processes, then runs
 ``--trials`` more processes. Each trial measures every configuration unchanged (A/A) and, on
@@ -281,6 +282,11 @@ def main() -> None:
     c.add_argument("--rounds", type=int, default=3)
     c.add_argument("--trials", type=int, default=20)
     c.add_argument("--first", type=int, default=0, help="number of the first trial (to split a run)")
+    r = sub.add_parser("run", help="collect, then evaluate")
+    r.add_argument("--work", type=Path, required=True)
+    r.add_argument("--out", type=Path, required=True)
+    r.add_argument("--rounds", type=int, default=3)
+    r.add_argument("--trials", type=int, default=20)
     e = sub.add_parser("evaluate")
     e.add_argument("--work", type=Path, required=True)
     e.add_argument("--out", type=Path, required=True)
@@ -288,7 +294,10 @@ def main() -> None:
     ch.add_argument("kind", choices=["baseline", "trial"])
     ch.add_argument("out", type=Path)
     args = parser.parse_args()
-    if args.command == "collect":
+    if args.command == "run":
+        collect(args.work, args.rounds, args.trials, 0)
+        print(evaluate(args.work, args.out))
+    elif args.command == "collect":
         collect(args.work, args.rounds, args.trials, args.first)
     elif args.command == "evaluate":
         print(evaluate(args.work, args.out))
