@@ -24,9 +24,12 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kernelgate.measure import Dist
+
+if TYPE_CHECKING:
+    from kernelgate.model import YoloSpec
 
 PHASES = ("startup", "import_torch", "import_model", "cuda_init", "build", "first_inference", "to_steady")
 PHASE_HELP = {
@@ -87,8 +90,15 @@ class ChildSpec:
     cudnn_benchmark: bool = False
 
     @property
+    def yolo(self) -> YoloSpec:
+        from kernelgate.model import YoloSpec
+
+        return YoloSpec(self.model, self.precision, self.batch, self.imgsz)
+
+    @property
     def id(self) -> str:
-        return f"{self.model}-{self.precision}-bs{self.batch}-{self.imgsz}"
+        """The same id as the kernel benchmark of this model (``YoloSpec.id``)."""
+        return self.yolo.id
 
 
 # --- the child --------------------------------------------------------------------------------------
@@ -154,7 +164,7 @@ def _run(spec: ChildSpec, phases: _Phases) -> dict[str, Any]:
         from ultralytics.nn.tasks import DetectionModel  # noqa: F401
 
     from kernelgate import environment
-    from kernelgate.model import YoloSpec, build_detection_model, make_input
+    from kernelgate.model import build_detection_model, make_input
 
     gpu = spec.device.startswith("cuda")
     if gpu:
@@ -162,7 +172,7 @@ def _run(spec: ChildSpec, phases: _Phases) -> dict[str, Any]:
             torch.zeros(1, device=spec.device)
             torch.cuda.synchronize()
     torch.backends.cudnn.benchmark = spec.cudnn_benchmark
-    yolo = YoloSpec(spec.model, spec.precision, spec.batch, spec.imgsz)
+    yolo = spec.yolo
     with phases.phase("build"):
         net = build_detection_model(yolo, spec.device)
         host = make_input(yolo, spec.device)
