@@ -35,7 +35,7 @@ def record(root: Path, arch: str, env: dict[str, str]) -> None:
 
 def gate(root: Path, allow: bool) -> KernelGate:
     kg = object.__new__(KernelGate)
-    kg.state = State(GateConfig(baseline_dir=root), Options(allow_other_gpu=allow), arch_hint="")
+    kg.state = State(GateConfig(baseline_dir=root), Options(allow_other_gpu=allow))
     kg.benchmark = types.SimpleNamespace(fullname=FULLNAME)
     kg.node_name, kg.device = "test_yolo", "cuda"
     return kg

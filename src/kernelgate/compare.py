@@ -17,7 +17,6 @@ Rules sit behind :class:`Judge`; :func:`median_rule` (1 and 2 only) is kept for 
 from __future__ import annotations
 
 import enum
-import math
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
@@ -260,7 +259,7 @@ def confirmed(first: Comparison, again: Comparison) -> Comparison:
             if other is not None and other.verdict is delta.verdict:
                 delta = replace(delta, confirm_us=again_us)
             else:
-                shown = "absent" if again_us is None or math.isnan(again_us) else f"{again_us:.1f} µs"
+                shown = "absent" if again_us is None else f"{again_us:.1f} µs"
                 delta = replace(
                     delta,
                     verdict=Verdict.AMBIGUOUS,

@@ -215,7 +215,7 @@ def pytest_configure(config: pytest.Config) -> None:
             "--kernelgate-append adds a round to a saved baseline: use it with --kernelgate-save"
         )
     arch = detect_arch_key(force_cpu=options.device == "cpu")
-    config.stash[STATE_KEY] = State(config=gate_config, options=options, arch_hint=arch)
+    config.stash[STATE_KEY] = State(config=gate_config, options=options)
     # pytest-benchmark's own --benchmark-compare/--benchmark-save then use the same folder.
     if getattr(config.option, "benchmark_storage", None) == DEFAULT_STORAGE:
         config.option.benchmark_storage = f"file://{gate_config.baseline_dir / arch}"

@@ -43,7 +43,6 @@ class State:
 
     config: GateConfig
     options: Options
-    arch_hint: str
     measured: list[Entry] = field(default_factory=list)
     comparisons: list[Comparison] = field(default_factory=list)
     missing: list[str] = field(default_factory=list)
