@@ -65,6 +65,24 @@ class Entry:
     measurement: Measurement
     benchmark: Mapping[str, Any]
 
+    def to_json(self) -> dict[str, Any]:
+        """JSON types only (a pytest-xdist worker sends its entries to the controller this way);
+        the measurement as a baseline file holds it, not a second copy in ``extra_info``."""
+        bench = {k: v for k, v in self.benchmark.items() if k != "extra_info"}
+        extra = {k: v for k, v in (self.benchmark.get("extra_info") or {}).items() if k != "kernelgate"}
+        if extra:
+            bench["extra_info"] = extra
+        text = json.dumps(bench, default=str)  # parameter values as pytest-benchmark writes them
+        return {
+            "fullname": self.fullname,
+            "measurement": self.measurement.to_json(),
+            "benchmark": json.loads(text),
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Entry:
+        return cls(str(data["fullname"]), Measurement.from_json(data["measurement"]), dict(data["benchmark"]))
+
 
 def path_for(baseline_dir: Path, arch: str) -> Path:
     """``<baseline_dir>/<arch>/0001_kernelgate.json``; ``arch`` must be a plain folder name."""

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from rich.table import Table
 
-from kernelgate import environment
+from kernelgate import environment, timing
 from kernelgate.coldstart import PHASE_HELP, PHASES, SCENARIOS, TOTAL, ChildSpec, ColdStart, Runner
 from kernelgate.compare import Comparison, Delta, Judge, Verdict, median_rule
 from kernelgate.config import GateConfig, Scope
@@ -216,11 +216,12 @@ def run(kg: KernelGate, spec: ChildSpec, scenario: str, runs: int, prime: bool) 
                     f"kernelgate: cold start {spec.id} {scenario}: the priming run failed {first.failure}",
                     pytrace=False,
                 )
-        kg.benchmark.pedantic(runner.run_or_raise, rounds=runs, iterations=1, warmup_rounds=0)
+        stats = timing.pedantic(
+            kg.benchmark, kg.node.config, runner.run_or_raise, rounds=runs, warmup_rounds=0
+        )
     record = runner.record(fallback_arch=environment.detect_arch_key(force_cpu=spec.device == "cpu"))
     kg.benchmark.extra_info[EXTRA_KEY] = record.to_json()
     result = carrier(record)
-    stats = getattr(kg.benchmark, "stats", None)
     if stats is not None:
         kg.state.measured.append(
             Entry(kg.benchmark.fullname, result, bench_fields(stats, kg.benchmark.fullname, record))

@@ -17,8 +17,9 @@ Rules sit behind :class:`Judge`; :func:`median_rule` (1 and 2 only) is kept for 
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
+from typing import Any
 
 from kernelgate.config import GateConfig, Scope, Threshold
 from kernelgate.measure import Dist, Measurement
@@ -113,6 +114,47 @@ class Delta:
     def delta_us(self) -> float:
         return (self.current_us or 0.0) - (self.baseline_us or 0.0)
 
+    def to_json(self) -> dict[str, Any]:
+        """Every field, unrounded: :meth:`from_json` gives back an equal delta (a worker's verdicts
+        travel to the controller this way). For the report's rounded form see :mod:`report_json`."""
+        return {
+            "scope": self.scope.value,
+            "name": self.name,
+            "layer": self.layer,
+            "baseline_us": self.baseline_us,
+            "current_us": self.current_us,
+            "threshold": {"rel": self.threshold.rel, "floor_us": self.threshold.floor_us},
+            "verdict": self.verdict.value,
+            "baseline_calls": self.baseline_calls,
+            "current_calls": self.current_calls,
+            "p_value": self.p_value,
+            "noise_pct": self.noise_pct,
+            "confirm_us": self.confirm_us,
+            "note": self.note,
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Delta:
+        def number(key: str) -> float | None:
+            value = data.get(key)
+            return None if value is None else float(value)
+
+        return cls(
+            scope=Scope(data["scope"]),
+            name=str(data["name"]),
+            layer=str(data["layer"]),
+            baseline_us=number("baseline_us"),
+            current_us=number("current_us"),
+            threshold=Threshold(float(data["threshold"]["rel"]), float(data["threshold"]["floor_us"])),
+            verdict=Verdict(data["verdict"]),
+            baseline_calls=number("baseline_calls"),
+            current_calls=number("current_calls"),
+            p_value=number("p_value"),
+            noise_pct=number("noise_pct"),
+            confirm_us=number("confirm_us"),
+            note=str(data.get("note", "")),
+        )
+
     @property
     def delta_pct(self) -> float | None:
         if not self.baseline_us or self.current_us is None:
@@ -142,6 +184,26 @@ class Comparison:
     @property
     def failed(self) -> bool:
         return bool(self.failures)
+
+    def to_json(self) -> dict[str, Any]:
+        """The whole comparison, verdicts as computed: :meth:`from_json` gives back an equal one."""
+        return {
+            "benchmark": self.benchmark,
+            "arch": self.arch,
+            "fail_on": sorted(v.value for v in self.fail_on),
+            "notes": list(self.notes),
+            "deltas": [d.to_json() for d in self.deltas],
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Comparison:
+        return cls(
+            benchmark=str(data["benchmark"]),
+            arch=str(data["arch"]),
+            deltas=tuple(Delta.from_json(d) for d in data["deltas"]),
+            fail_on=frozenset(Verdict(v) for v in data["fail_on"]),
+            notes=tuple(str(n) for n in data.get("notes", ())),
+        )
 
 
 def fail_set(config: GateConfig) -> frozenset[Verdict]:

@@ -44,6 +44,7 @@ VOLATILE_KEYS = {
     "power_w": "power (W)",
     "power_limit_w": "power limit (W)",
     "clock_event_reasons": "clock-event reasons",
+    "pinned_gpu": "GPU of the pytest-xdist worker",  # whichever worker ran it: any GPU of the runner
 }
 
 

@@ -17,6 +17,8 @@ from importlib import metadata
 from types import ModuleType
 from typing import Any, TypeVar
 
+from kernelgate import pinning
+
 T = TypeVar("T")
 
 
@@ -178,6 +180,60 @@ def _visible_nvml_handle(nvml: Any) -> Any | None:
         return nvml.nvmlDeviceGetHandleByUUID(first)
     except Exception:
         return None
+
+
+def cuda_visible_entries(value: str | None, count: int) -> tuple[str, ...]:
+    """The GPUs CUDA shows a process for ``CUDA_VISIBLE_DEVICES=value`` on a machine with ``count``
+    GPUs, in CUDA's order, as entries of that variable (an index, or a ``GPU-``/``MIG-`` UUID).
+
+    Unset: every GPU. CUDA stops at the first entry it cannot use (``-1``, an index out of range, a
+    repeated or malformed entry), so this does too; an empty value shows none.
+    """
+    if value is None:
+        return tuple(str(i) for i in range(count))
+    entries: list[str] = []
+    for raw in value.split(","):
+        entry = raw.strip()
+        if entry.isdigit():
+            if int(entry) >= count:
+                break
+            entry = str(int(entry))
+        elif not entry.startswith(("GPU-", "MIG-")):
+            break
+        if entry in entries:
+            break
+        entries.append(entry)
+    return tuple(entries)
+
+
+@dataclass(frozen=True)
+class VisibleGpu:
+    """A GPU this process may use: its ``CUDA_VISIBLE_DEVICES`` entry and its baseline key."""
+
+    entry: str
+    key: str
+
+
+def visible_gpus(nvml: Any | None = None) -> tuple[VisibleGpu, ...]:
+    """The GPUs CUDA will show this process (honouring ``CUDA_VISIBLE_DEVICES``), read through NVML
+    without importing torch; empty without NVML (no NVIDIA driver) or without a GPU."""
+    nvml = nvml or _nvml()
+    if nvml is None:
+        return ()
+    count = _read(nvml.nvmlDeviceGetCount) or 0
+    found: list[VisibleGpu] = []
+    for entry in cuda_visible_entries(os.environ.get("CUDA_VISIBLE_DEVICES"), int(count)):
+        try:
+            if entry.isdigit():
+                handle = nvml.nvmlDeviceGetHandleByIndex(int(entry))
+            else:
+                handle = nvml.nvmlDeviceGetHandleByUUID(entry)
+            major, minor = nvml.nvmlDeviceGetCudaComputeCapability(handle)
+            name = _text(nvml.nvmlDeviceGetName(handle))
+        except Exception:
+            break  # a UUID NVML does not know: CUDA stops at it too
+        found.append(VisibleGpu(entry, gpu_arch_key(name, int(major), int(minor))))
+    return tuple(found)
 
 
 def _read(read: Callable[[], T]) -> T | None:
@@ -354,6 +410,13 @@ def collect(torch: ModuleType, device: str) -> dict[str, str]:
         "torch_threads": str(torch.get_num_threads()),
     }
     env.update({f"env.{name}": os.environ[name] for name in SPEED_VARIABLES if name in os.environ})
+    gpu = pinning.pinned(os.environ)
+    if gpu is not None:  # a pytest-xdist worker's one GPU: recorded apart, as it may differ every run
+        env.pop("env.CUDA_VISIBLE_DEVICES")
+        user = pinning.user_visible_devices(os.environ)
+        if user is not None:
+            env["env.CUDA_VISIBLE_DEVICES"] = user
+        env["pinned_gpu"] = gpu
     if device.startswith("cuda"):
         major, minor = torch.cuda.get_device_capability(device)
         env.update(

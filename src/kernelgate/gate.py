@@ -18,7 +18,7 @@ from typing import Any, Concatenate, ParamSpec
 
 import pytest
 
-from kernelgate import attribute, baseline, environment, faults, integrity, measure, profile, trace
+from kernelgate import attribute, baseline, environment, faults, integrity, measure, profile, timing, trace
 from kernelgate.attribute import Layers
 from kernelgate.coldstart import ChildSpec, ColdStart
 from kernelgate.compare import Comparison, compare, confirmed
@@ -139,10 +139,9 @@ class KernelGate:
         with torch.no_grad():
             for _ in range(3):
                 step()
-            self.benchmark.pedantic(
-                step, rounds=GPU_ROUNDS if gpu else CPU_ROUNDS, warmup_rounds=2, iterations=1
-            )
-            stats = getattr(self.benchmark, "stats", None)
+            # pytest-benchmark's timing; under pytest-xdist (which switches it off) the gate's own
+            rounds = GPU_ROUNDS if gpu else CPU_ROUNDS
+            stats = timing.pedantic(self.benchmark, self.node.config, step, rounds=rounds, warmup_rounds=2)
             wall = [1e6 * t for t in stats.stats.data] if stats else []
         schedule = GPU_SCHEDULE if gpu else CPU_SCHEDULE
         if opts.iterations:
