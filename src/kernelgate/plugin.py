@@ -422,6 +422,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         workers.settle(state)
         slots = session.config.stash.get(SLOTS_KEY, None)
         where = f": {slots.summary()}" if slots is not None and slots.given else ""
+    if received and state.measured:
         state.notes.append(
             f"kernelgate: {len(received)} pytest-xdist workers{where}; the gate timed its rounds itself "
             "(pytest-benchmark switches its own timing off under xdist)"

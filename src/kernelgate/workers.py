@@ -16,6 +16,7 @@ decided it, confirm runs included: nothing is recomputed), and the session's lis
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -29,6 +30,7 @@ if TYPE_CHECKING:
 KEY = "kernelgate"  # in config.workeroutput
 SCHEMA_VERSION = 1
 LISTS = ("missing", "unreliable", "skipped", "notes", "errors")
+_WORKER_ID = re.compile(r"\bgw\d+\b")
 
 
 def send(state: State) -> str:
@@ -54,11 +56,15 @@ def receive(state: State, text: str | None, worker: str, error: object | None = 
     one (it crashed) is named in an error, since what it measured is lost."""
     if text is None:
         if error is not None:
-            state.errors.append(
-                f"kernelgate: worker {worker} went down ({error}) before it sent its measurements: "
-                "they are missing from the results and the report. Rerun; if it recurs, run without -n "
-                "to see the failure."
+            lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+            cause = _WORKER_ID.sub("gwN", lines[-1] if lines else "no reason given")
+            message = (
+                f"kernelgate: pytest-xdist worker(s) went down before sending their measurements ({cause}): "
+                "what they measured is missing from the results and the report. Fix the cause above and "
+                "rerun; to see a crash in full, run without -n."
             )
+            if message not in state.errors:  # workers that xdist restarts fail alike: say it once
+                state.errors.append(message)
         return
     data = json.loads(text)
     if data.get("schema_version") != SCHEMA_VERSION:

@@ -1,0 +1,135 @@
+"""One GPU per pytest-xdist worker: CUDA_VISIBLE_DEVICES as CUDA reads it, the controller's table of
+GPUs, a worker's pin, and how a pinned measurement records its environment (fake NVML, no GPU)."""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+from fake_nvml import FakeGpu, fake_pynvml
+
+from kernelgate import environment, pinning
+from kernelgate.environment import VisibleGpu, cuda_visible_entries
+from kernelgate.pinning import PinningError, Slots
+
+
+@pytest.mark.parametrize(
+    ("value", "count", "expected"),
+    [
+        (None, 3, ("0", "1", "2")),
+        (None, 0, ()),
+        ("2,3", 4, ("2", "3")),
+        (" 1 , 0 ", 2, ("1", "0")),
+        ("GPU-8932f937-d72c,MIG-1234", 0, ("GPU-8932f937-d72c", "MIG-1234")),
+        ("0,-1,1", 2, ("0",)),  # CUDA stops at the first entry it cannot use ...
+        ("0,5,1", 2, ("0",)),  # ... an index out of range
+        ("1,1,0", 2, ("1",)),  # ... a repeated one
+        ("0,nvidia0", 2, ("0",)),  # ... or one it cannot parse
+        ("", 2, ()),
+        ("-1", 2, ()),
+        ("01", 2, ("1",)),
+    ],
+)
+def test_cuda_visible_entries_follow_cuda(value: str | None, count: int, expected: tuple[str, ...]) -> None:
+    assert cuda_visible_entries(value, count) == expected
+
+
+@pytest.fixture
+def three_gpus(monkeypatch: pytest.MonkeyPatch) -> None:
+    gpus = [FakeGpu(uuid=f"GPU-{i}") for i in range(2)] + [
+        FakeGpu(name="NVIDIA A100-SXM4-80GB", capability=(8, 0), uuid="GPU-2")
+    ]
+    monkeypatch.setitem(sys.modules, "pynvml", fake_pynvml(*gpus))
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+
+
+def test_visible_gpus_are_read_through_nvml_in_cuda_order(
+    three_gpus: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    h200, a100 = "sm90-nvidia-h200", "sm80-nvidia-a100-sxm4-80gb"
+    assert environment.visible_gpus() == (VisibleGpu("0", h200), VisibleGpu("1", h200), VisibleGpu("2", a100))
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "2,0")
+    assert environment.visible_gpus() == (VisibleGpu("2", a100), VisibleGpu("0", h200))
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "GPU-1,GPU-9,GPU-0")  # NVML knows no GPU-9: CUDA stops there
+    assert environment.visible_gpus() == (VisibleGpu("GPU-1", h200),)
+
+
+def test_no_nvml_means_no_visible_gpu(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "pynvml", fake_pynvml(init_error="Driver Not Loaded"))
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0,1")
+    assert environment.visible_gpus() == ()
+
+
+def test_workers_get_the_gpus_of_the_parent_list_in_order() -> None:
+    slots = Slots(("2", "3"))
+    assert (slots.claim("gw0"), slots.claim("gw1")) == ("2", "3")
+    assert slots.claim("gw1") == "3"  # asking again changes nothing
+    assert slots.summary() == "gw0 on GPU 2, gw1 on GPU 3"
+    uuids = Slots(("GPU-aa", "GPU-bb"))
+    assert (uuids.claim("gw1"), uuids.claim("gw0")) == ("GPU-bb", "GPU-aa")
+
+
+def test_a_replacement_worker_gets_the_gpu_that_was_freed() -> None:
+    slots = Slots(("2", "3"))
+    slots.claim("gw0")
+    slots.claim("gw1")
+    slots.release("gw1")  # crashed; pytest-xdist starts gw2 in its place
+    assert slots.claim("gw2") == "3"
+    slots.release("gw0")
+    assert slots.claim("gw3") == "2"
+    assert slots.holders == {"3": "gw2", "2": "gw3"}
+
+
+def test_no_two_live_workers_share_a_gpu() -> None:
+    slots = Slots(("0",))
+    slots.claim("gw0")
+    with pytest.raises(PinningError, match=r"no free GPU for worker gw1: all 1 are held \(gw0 on 0\).*-n 1"):
+        slots.claim("gw1")
+
+
+def test_too_many_workers_names_the_numbers_and_the_fix() -> None:
+    assert pinning.too_many(2, ["2", "3"]) is None
+    message = pinning.too_many(3, ["2", "3"])
+    assert message is not None
+    assert "-n 3 starts 3 workers, but 2 GPU(s) are visible (CUDA_VISIBLE_DEVICES entries: 2, 3)" in message
+    assert message.endswith("Use -n auto (one worker per GPU) or -n 2.")
+
+
+def test_worker_ids_are_pytest_xdist_ones() -> None:
+    assert pinning.worker_index("gw12") == 12
+    with pytest.raises(PinningError, match="'main' is not a pytest-xdist worker id"):
+        pinning.worker_index("main")
+
+
+def test_a_pin_keeps_what_the_run_started_with() -> None:
+    env = {"CUDA_VISIBLE_DEVICES": "2,3"}
+    pinning.pin(env, "3")
+    assert env == {
+        "CUDA_VISIBLE_DEVICES": "3",
+        pinning.PINNED_VAR: "3",
+        pinning.PARENT_VAR: "2,3",
+    }
+    assert pinning.pinned(env) == "3" and pinning.user_visible_devices(env) == "2,3"
+    unset: dict[str, str] = {}
+    pinning.pin(unset, "0")
+    assert pinning.PARENT_VAR not in unset and pinning.user_visible_devices(unset) is None
+    # a process that changed the variable after the pin is no longer pinned
+    unset["CUDA_VISIBLE_DEVICES"] = "1"
+    assert pinning.pinned(unset) is None and pinning.user_visible_devices(unset) == "1"
+
+
+def test_a_pinned_measurement_records_the_users_variable_and_the_gpu_apart(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    torch = pytest.importorskip("torch")
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "2,3")
+    plain = environment.collect(torch, "cpu")
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "3")
+    monkeypatch.setenv(pinning.PINNED_VAR, "3")
+    monkeypatch.setenv(pinning.PARENT_VAR, "2,3")
+    pinned = environment.collect(torch, "cpu")
+    assert pinned["env.CUDA_VISIBLE_DEVICES"] == "2,3" and pinned["pinned_gpu"] == "3"
+    # the same suite, with and without xdist: no environment change to explain a regression
+    assert environment.changes(plain, pinned) == []
+    monkeypatch.delenv(pinning.PARENT_VAR)
+    assert "env.CUDA_VISIBLE_DEVICES" not in environment.collect(torch, "cpu")
