@@ -96,8 +96,8 @@ def check_regression_report(root: Path, result: pytest.RunResult) -> None:
 
 
 def check_redacted(folder: Path) -> None:
-    paths = [*folder.glob("report.*"), *folder.glob("traces/*")]
-    assert len(paths) == 5
+    paths = [*folder.glob("report.*"), *folder.glob("report-data.json"), *folder.glob("traces/*")]
+    assert len(paths) == 6
     for path in paths:
         data = path.read_bytes()
         text = (gzip.decompress(data) if path.suffix == ".gz" else data).decode()

@@ -1,5 +1,6 @@
-"""The ``kernelgate`` command: the architecture key, offline comparison of result files, the machine's
-fitness to benchmark (``doctor``) and cold-start measurements (``coldstart``)."""
+"""The ``kernelgate`` command: the architecture key, offline comparison of result files, reports (also
+merged from several runners), the machine's fitness to benchmark (``doctor``) and cold-start
+measurements (``coldstart``)."""
 
 from __future__ import annotations
 
@@ -225,7 +226,43 @@ def _report(args: argparse.Namespace) -> int:
     return 1 if published.failed else 0
 
 
+def _merge(argv: Sequence[str]) -> int:
+    from kernelgate import report_merge
+
+    parser = argparse.ArgumentParser(
+        prog="kernelgate report merge",
+        description="One report.md (PR comment) and report.html of several runners, a section per "
+        "architecture, with the verdicts each runner decided (exit 1 on regression or a missing runner).",
+    )
+    parser.add_argument(
+        "reports", nargs="*", help="report folders (or their report-data.json), one per runner"
+    )
+    parser.add_argument(
+        "--out", default=".kernelgate/merged", help="merged report folder (default %(default)s)"
+    )
+    parser.add_argument(
+        "--expect",
+        action="append",
+        default=[],
+        metavar="ARCH",
+        help="an architecture that must be in the report: without one it shows, and fails, as 'no report'",
+    )
+    parser.add_argument("--footer", default="", help="a last line for the Markdown (e.g. a link to the run)")
+    args = parser.parse_args(argv)
+    try:
+        merged = report_merge.merge([Path(r) for r in args.reports], Path(args.out), args.expect, args.footer)
+    except report_merge.MergeError as exc:
+        print(f"kernelgate: {exc}", file=sys.stderr)
+        return 2
+    for line in merged.lines():
+        print(line)
+    return 1 if merged.failed else 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    given = list(sys.argv[1:] if argv is None else argv)
+    if given[:2] == ["report", "merge"]:
+        return _merge(given[2:])
     parser = argparse.ArgumentParser(prog="kernelgate", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     arch = sub.add_parser("arch", help="print this machine's baseline key (read through NVML)")
@@ -287,7 +324,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     cold.set_defaults(run=_coldstart)
 
     rep = sub.add_parser(
-        "report", help="write report.md, report.html, report.json for two result files (exit 1 on regression)"
+        "report",
+        help="write report.md, report.html, report.json for two result files (exit 1 on regression); "
+        "'kernelgate report merge REPORT... --out DIR' merges the reports of several runners",
     )
     rep.add_argument("baseline", help="e.g. baselines/<arch>/0001_kernelgate.json (traces from its traces/)")
     rep.add_argument("current", help="e.g. .kernelgate/results/<arch>/0001_kernelgate.json")
@@ -301,7 +340,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     rep.add_argument("--history", metavar="DIR", help="older baseline files (*.json) for the history plot")
     rep.add_argument("--redact", action="store_true", help="hash layer and kernel names in every file")
     rep.set_defaults(run=_report)
-    args = parser.parse_args(argv)
+    args = parser.parse_args(given)
     if getattr(args, "rounds", 1) < 1:
         parser.error(f"--rounds {args.rounds}: give 1 or more")
     return int(args.run(args))

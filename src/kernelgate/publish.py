@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from kernelgate import baseline, diff, report_html, report_json, report_markdown, trace_store
+from kernelgate import baseline, diff, report_data, report_html, report_json, report_markdown, trace_store
 from kernelgate.compare import Comparison
 from kernelgate.measure import Measurement
 from kernelgate.names import safe_name
@@ -117,6 +117,7 @@ def publish(items: Sequence[Item], folder: Path, redact: bool = False, footer: s
     (folder / MARKDOWN).write_text(report_markdown.render(diffs, footer=footer), encoding="utf-8")
     (folder / HTML).write_text(report_html.render(diffs), encoding="utf-8")
     (folder / JSON).write_text(report_json.render(diffs), encoding="utf-8")
+    (folder / report_data.FILE).write_text(report_data.render(diffs), encoding="utf-8")  # for merging
     traces = tuple(sorted((folder / TRACES).glob(f"*{trace_store.SUFFIX}")))
     notes = tuple(f"{d.benchmark}: {d.traces.note}" for d in diffs if d.traces is not None and d.traces.note)
     return Published(folder, any(d.failed for d in diffs), traces, notes)

@@ -1,7 +1,7 @@
 """One self-contained HTML file with plots: opens offline, fetches nothing, runs no script.
 
-Jinja2 (autoescaped) renders report_page.html.j2 and, per benchmark, report_section.html.j2; the
-plots are inline SVG from :mod:`kernelgate.plots`. A
+Jinja2 (autoescaped) renders report_page.html.j2 (report_merged.html.j2 for several runners) and,
+per benchmark, report_section.html.j2; the plots are inline SVG from :mod:`kernelgate.plots`. A
 Content-Security-Policy in the page forbids every fetch and every script, so a browser shows it
 exactly as written.
 """
@@ -11,6 +11,7 @@ from __future__ import annotations
 import html
 import re
 from collections.abc import Sequence
+from typing import Any
 
 import jinja2
 from markupsafe import Markup
@@ -25,12 +26,16 @@ CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
 
 PAGE = "report_page.html.j2"
 SECTION = "report_section.html.j2"
+MERGED = "report_merged.html.j2"  # several architectures: kernelgate report merge
+
+
+def _markup(line: str) -> Markup:
+    """A Markdown verdict line with its code spans as ``<code>``; everything else escaped."""
+    return Markup(re.sub(r"`([^`]*)`", r"<code>\1</code>", html.escape(line)))
 
 
 def _html_verdict(diffs: Sequence[BenchmarkDiff]) -> Markup:
-    """The Markdown verdict line with its code spans as ``<code>``; everything else escaped."""
-    text = html.escape(verdict_line(diffs))
-    return Markup(re.sub(r"`([^`]*)`", r"<code>\1</code>", text))
+    return _markup(verdict_line(diffs))
 
 
 def badge(failed: bool) -> Markup:
@@ -39,7 +44,8 @@ def badge(failed: bool) -> Markup:
     )
 
 
-def render(diffs: Sequence[BenchmarkDiff]) -> str:
+def _setup(diffs: Sequence[BenchmarkDiff]) -> tuple[jinja2.Environment, dict[str, Any]]:
+    """The template environment and what every page passes to its templates."""
     env = jinja2.Environment(
         loader=jinja2.PackageLoader("kernelgate", "."),
         autoescape=True,
@@ -77,15 +83,43 @@ def render(diffs: Sequence[BenchmarkDiff]) -> str:
         hints += [(d.benchmark, h) for h in d.hints]
         return Markup(section.render(d=d, svg=svg, hints=hints, **helpers))
 
-    page = env.get_template(PAGE)
-    return page.render(
-        csp=CSP,
+    page = {"csp": CSP, "section": render_section, "pct": labels.pct, "badge": badge}
+    return env, page
+
+
+def render(diffs: Sequence[BenchmarkDiff]) -> str:
+    env, page = _setup(diffs)
+    return env.get_template(PAGE).render(
+        **page,
         title=", ".join(sorted({d.arch for d in diffs})),
         verdict=_html_verdict(diffs),
         diffs=diffs,
         passing=[d for d in diffs if not d.failed],
-        section=render_section,
-        pct=labels.pct,
-        badge=badge,
         failed=any(d.failed for d in diffs),
+    )
+
+
+def render_merged(groups: Sequence[tuple[str, Sequence[BenchmarkDiff]]], verdict: str, failed: bool) -> str:
+    """One page of several architectures (``kernelgate report merge``): a summary table, then a
+    section per ``(architecture, its diffs)``; an architecture without diffs sent no report."""
+    everything = [d for _, diffs in groups for d in diffs]
+    env, page = _setup(everything)
+    sections = [
+        {
+            "arch": arch,
+            "diffs": diffs,
+            "failing": [d for d in diffs if d.failed],
+            "passing": [d for d in diffs if not d.failed],
+            "missing": not diffs,
+            "failed": not diffs or any(d.failed for d in diffs),
+            "verdict": _html_verdict(diffs) if diffs else "",
+        }
+        for arch, diffs in groups
+    ]
+    return env.get_template(MERGED).render(
+        **page,
+        title=", ".join(arch for arch, _ in groups),
+        verdict=_markup(verdict),
+        groups=sections,
+        failed=failed,
     )

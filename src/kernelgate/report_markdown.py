@@ -250,17 +250,23 @@ def _passing(diffs: Sequence[BenchmarkDiff]) -> list[str]:
     return lines + _details(f"✅ {len(diffs)} benchmark(s) passed", rows)
 
 
+def body(diffs: Sequence[BenchmarkDiff], compact: bool = False) -> list[str]:
+    """The verdict line, a section per failing benchmark and the table of passing ones."""
+    mark = "❌" if any(d.failed for d in diffs) else "✅"
+    lines = [f"### {mark} {verdict_line(diffs)}", ""]
+    for diff in diffs:
+        if diff.failed:
+            lines += benchmark_section(diff, compact)
+    passing = [d for d in diffs if not d.failed]
+    if passing:
+        lines += _passing(passing)
+    return lines
+
+
 def render(diffs: Sequence[BenchmarkDiff], footer: str = "", limit: int = COMMENT_LIMIT) -> str:
     """The whole report; shortened (no kernel and unchanged tables) where it would exceed ``limit``."""
     for compact in (False, True):
-        mark = "❌" if any(d.failed for d in diffs) else "✅"
-        lines = [MARKER, f"### {mark} {verdict_line(diffs)}", ""]
-        for diff in diffs:
-            if diff.failed:
-                lines += benchmark_section(diff, compact)
-        passing = [d for d in diffs if not d.failed]
-        if passing:
-            lines += _passing(passing)
+        lines = [MARKER, *body(diffs, compact)]
         if compact:
             lines += ["_Shortened to fit a comment: the full tables are in report.md and report.html._", ""]
         if footer:
