@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -142,3 +144,17 @@ def test_report_data_round_trip_renders_the_same_report(runners: tuple[Path, Pat
     h200, _ = runners
     again = report_markdown.render(report_data.load(h200))
     assert again == (h200 / "report.md").read_text()
+
+
+def test_merging_needs_no_torch(runners: tuple[Path, Path], tmp_path: Path) -> None:
+    """The merge job of the gate workflow installs kernelgate without torch, pandas or scipy."""
+    script = (
+        "import sys\nfrom kernelgate.cli import main\n"
+        f"main(['report', 'merge', *{[str(r) for r in runners]!r}, '--out', {str(tmp_path / 'm')!r}])\n"
+        "print(sorted({m.split('.')[0] for m in sys.modules} & {'torch', 'pandas', 'scipy', 'pynvml'}))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=True
+    )
+    assert done.stdout.splitlines()[-1] == "[]"
+    assert (tmp_path / "m" / "report.html").is_file()

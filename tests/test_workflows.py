@@ -69,3 +69,24 @@ def test_pr_code_runs_with_a_read_only_token() -> None:
     job = gate.split("\n  comment:")[0]
     assert "contents: read" in job and "write" not in job
     assert "github.event.label.name == 'gpu-run'" in job
+
+
+def test_every_architecture_of_the_matrix_is_expected_in_the_merged_report() -> None:
+    """A runner that sends no report must show in the PR comment: the merge job expects every key."""
+    gate = (ROOT / ".github" / "workflows" / "gate.yml").read_text()
+    (matrix,) = re.findall(r"^\s+arch: \[(.*)\]$", gate, re.M)
+    archs = sorted(a.strip().strip("\"'") for a in matrix.split(","))
+    merge = gate.split("\n  merge:")[1].split("\n  comment:")[0]
+    assert sorted(re.findall(r"--expect (\S+)", merge)) == archs
+    labels = (ROOT / ".github" / "actionlint.yaml").read_text()
+    assert all(f"- {arch}" in labels for arch in archs)
+    assert "-n auto" in gate.split("\n  merge:")[0], "the gate uses every GPU of its runner"
+
+
+def test_the_comment_job_runs_no_pull_request_code() -> None:
+    """The job with a write token only downloads the merged report and posts it."""
+    gate = (ROOT / ".github" / "workflows" / "gate.yml").read_text()
+    comment = gate.split("\n  comment:")[1]
+    assert "pull-requests: write" in comment
+    for code in ("actions/checkout", ".venv", "pip install", "python", ".ci/"):
+        assert code not in comment, code
