@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import pickle
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -62,7 +63,7 @@ class YoloSpec:
     @property
     def name(self) -> str:
         """The model's short name: the yaml/.pt file stem or the factory's name."""
-        if ":" in self.model and not Path(self.model).suffix:
+        if is_factory(self.model):
             return self.model.rpartition(":")[2]
         return Path(self.model).stem if Path(self.model).suffix in (".yaml", ".yml", ".pt") else self.model
 
@@ -90,6 +91,11 @@ class YoloSpec:
     def dtype(self) -> str:
         """The dtype of the weights and the input tensor."""
         return {"fp16": "float16", "bf16": "bfloat16"}.get(self.precision, "float32")
+
+
+def is_factory(model: str) -> bool:
+    """``package.module:factory`` (not a file path)."""
+    return re.fullmatch(r"[A-Za-z_][\w.]*:[A-Za-z_]\w*", model) is not None
 
 
 def build_yolo(spec: YoloSpec, device: str) -> tuple[Any, Layers]:
@@ -143,7 +149,7 @@ def build_detection_model(spec: YoloSpec, device: str, *, trust: bool = False) -
     torch.manual_seed(SEED)
     if spec.model.endswith(".pt"):
         model: Any = load_pt(Path(spec.model), trust=trust)
-    elif ":" in spec.model and not Path(spec.model).suffix:
+    elif is_factory(spec.model):
         model = _from_factory(spec.model)
     else:
         model = _from_yaml(spec)
