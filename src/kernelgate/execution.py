@@ -35,6 +35,7 @@ class Runner:
     hook_step: bool = True  # put kg/ ranges on net's submodules while profiling the step
     reference: Callable[[], None] | None = None  # graph mode: the eager step that names the kernels
     extra_layers: tuple[tuple[str, str], ...] = ()  # layers the step adds: (name, type)
+    pipeline: Any | None = None  # stage = pipeline: the kernelgate.stages.Pipeline (box counts)
 
 
 def eager(torch: Any, net: Any, host_input: Any, device: str) -> Runner:
@@ -87,6 +88,7 @@ def prepare(torch: Any, net: Any, spec: YoloSpec, device: str, host_input: Any) 
         return _graph(torch, net, eager_forward, device, host_input)
     forward = eager_forward
     extra: tuple[tuple[str, str], ...] = ()
+    stages = None
     hook = True
     if spec.mode == "compile":
         compiled = torch.compile(net)
@@ -108,7 +110,7 @@ def prepare(torch: Any, net: Any, spec: YoloSpec, device: str, host_input: Any) 
     with torch.no_grad():
         for _ in range(WARMUP):  # compiles (compile mode) and settles allocator and cuDNN choices
             step()
-    return Runner(step, net, hook, extra_layers=extra)
+    return Runner(step, net, hook, extra_layers=extra, pipeline=stages)
 
 
 def _graph(torch: Any, net: Any, eager_forward: Callable[[Any], Any], device: str, host_input: Any) -> Runner:
