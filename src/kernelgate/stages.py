@@ -13,6 +13,10 @@ Weights are random, so every anchor scores about sigmoid(bias) = 1.6e-4: at the 
 ``conf=0.25`` no box would reach NMS and the stage would measure nothing. The gate runs NMS at
 ``conf=0``: every anchor enters NMS (8400 per image at 640), the heaviest NMS workload, and the
 box count is fixed by the image, the weights' seed and ``max_det``.
+
+ultralytics 8.4 calls ``torchvision.ops.nms`` only where torchvision is already imported, else a
+Python-loop NMS of its own (80 ms of GPU time, 420 ms wall per image at conf=0 on the H200,
+2026-11-21); a predictor process has torchvision imported, so :func:`pipeline` imports it.
 """
 
 from __future__ import annotations
@@ -99,5 +103,7 @@ def pipeline(torch: Any, model: Any, imgsz: int, batch: int, device: str, dtype:
             f"the pipeline stage needs a YOLO detection model with NMS postprocessing; {head} has none. "
             "Gate its inference only (stage = inference)."
         )
+    import torchvision  # noqa: F401  (ultralytics' NMS uses torchvision only once it is imported)
+
     end2end = bool(getattr(model, "end2end", False) or getattr(model.model[-1], "end2end", False))
     return Pipeline(torch, imgsz, device, dtype, end2end, load_images(batch))
