@@ -46,7 +46,8 @@ def test_sections_hints_and_environment() -> None:
     assert (
         "<summary>Environment unchanged: GPU NVIDIA H200, driver 580.159.04, CUDA 13.0, cuDNN 9.19.0" in text
     )
-    assert text.count("<details>") == text.count("</details>") == 3  # kernels, unchanged, environment
+    # layer groups, kernels, unchanged, environment
+    assert text.count("<details>") == text.count("</details>") == 4
 
 
 def _passing_diff(name: str, total: float) -> diff.BenchmarkDiff:

@@ -15,12 +15,12 @@ from dataclasses import dataclass
 
 from kernelgate.labels import kernel_label, module_label
 from kernelgate.measure import KernelStat, Measurement
+from kernelgate.timesplit import Bound, classify
 
 EXAMPLES = 3
 OCCUPANCY_DROP_POINTS = 5.0
 HOST_OVERHEAD_GROWTH = 0.05
 HOST_OVERHEAD_FLOOR_US = 5.0
-LAUNCH_BOUND_BUSY_SHARE = 0.5
 SHAPE_FIELDS = ("grid", "block", "registers", "shared_memory")
 IDLE_CLOCK_REASONS = {"0x0", "0x1"}
 
@@ -141,7 +141,7 @@ def benchmark_hints(base: Measurement, current: Measurement) -> tuple[Hint, ...]
             bound = (
                 f"the GPU is busy {100 * share:.0f} % of the wall time, so this benchmark is "
                 "launch-bound: Python and kernel-launch cost count more than kernel time"
-                if share < LAUNCH_BOUND_BUSY_SHARE
+                if classify(share) is Bound.HOST
                 else f"the GPU is busy {100 * share:.0f} % of the wall time"
             )
             hints.append(
