@@ -34,7 +34,8 @@ NOTE = (
     "the sum of its layers' kernel time; total is the sum of all kernel time, busy the time the GPU "
     "ran anything (overlaps counted once), host = wall - busy. Bound: busy below "
     f"{100 * timesplit.LAUNCH_BOUND_BELOW:.0f} % of wall is launch-bound, from "
-    f"{100 * timesplit.DEVICE_BOUND_FROM:.0f} % GPU-bound, mixed between."
+    f"{100 * timesplit.DEVICE_BOUND_FROM:.0f} % GPU-bound, mixed between; busy > wall where the "
+    "profiled forwards ran slower than the timed ones."
 )
 CPU_NOTE = (
     "On CPU rows (device cpu) the times are of CPU operators, not kernels: busy is the time CPU ops "
@@ -58,7 +59,7 @@ def frame(measurements: Sequence[Measurement], sources: Sequence[str] = ()) -> p
         split = timesplit.split(m)
         row |= {"total": m.total.median, "busy": m.busy.median}
         if split is not None:
-            row |= {"wall": split.wall_us, "host": split.host_us}
+            row |= {"wall": split.wall_us} | ({"host": split.host_us} if split.split else {})
             row |= {SHARE: 100 * split.busy_share, BOUND: split.label}
         rows.append(row)
     table = pd.DataFrame(rows)

@@ -63,7 +63,7 @@ def _split(split: TimeSplit | None) -> dict[str, Any] | None:
         "device": split.device,
         "wall_us": _value(split.wall_us),
         "busy_us": _value(split.busy_us),
-        "host_us": _value(split.host_us),
+        "host_us": _value(split.host_us) if split.split else None,
         "busy_share": round(split.busy_share, 4),
         "bound": split.label,
     }

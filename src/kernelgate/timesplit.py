@@ -12,9 +12,15 @@ waiting). The busy share of the wall time classifies a benchmark:
   forward; kernel time decides the latency (a CUDA-graph replay, large batches).
 * between: **mixed**.
 
+Busy and wall come from different forwards (profiled ones and timed ones). Where busy exceeds the
+wall time by more than :data:`MAX_BUSY_SHARE` (110 %), the profiled forwards ran slower than the
+timed ones (profiler overhead on many small CPU operators, a loaded machine) and the time does not
+split: such a benchmark reads **busy > wall** and no host time is given.
+
 On a CPU run there are no kernels: ``busy`` is the time CPU operators ran (the union of the
 outermost ``cpu_op`` events over all threads) and ``host`` the framework time between them, so the
-same shares read **overhead-bound**, **mixed** and **op-bound**, and the figures are named "CPU ops".
+same shares read **overhead-bound**, **mixed** and **op-bound** (and **ops > wall**), and the
+figures are named "CPU ops".
 """
 
 from __future__ import annotations
@@ -28,18 +34,22 @@ if TYPE_CHECKING:
 
 LAUNCH_BOUND_BELOW = 0.50
 DEVICE_BOUND_FROM = 0.85
+MAX_BUSY_SHARE = 1.10
 
 
 class Bound(enum.Enum):
     HOST = "host"
     MIXED = "mixed"
     DEVICE = "device"
+    UNSPLIT = "unsplit"  # busy over wall: the profiled forwards ran slower than the timed ones
 
 
 def classify(busy_share: float) -> Bound:
     """What bounds a forward whose device is busy ``busy_share`` (0..1) of its wall time."""
     if busy_share < LAUNCH_BOUND_BELOW:
         return Bound.HOST
+    if busy_share > MAX_BUSY_SHARE:
+        return Bound.UNSPLIT
     if busy_share >= DEVICE_BOUND_FROM:
         return Bound.DEVICE
     return Bound.MIXED
@@ -47,8 +57,18 @@ def classify(busy_share: float) -> Bound:
 
 # How each bound reads on a GPU and on a CPU run.
 WORDS = {
-    True: {Bound.HOST: "launch-bound", Bound.MIXED: "mixed", Bound.DEVICE: "GPU-bound"},
-    False: {Bound.HOST: "overhead-bound", Bound.MIXED: "mixed", Bound.DEVICE: "op-bound"},
+    True: {
+        Bound.HOST: "launch-bound",
+        Bound.MIXED: "mixed",
+        Bound.DEVICE: "GPU-bound",
+        Bound.UNSPLIT: "busy > wall",
+    },
+    False: {
+        Bound.HOST: "overhead-bound",
+        Bound.MIXED: "mixed",
+        Bound.DEVICE: "op-bound",
+        Bound.UNSPLIT: "ops > wall",
+    },
 }
 
 
@@ -91,8 +111,19 @@ class TimeSplit:
     def busy_name(self) -> str:
         return busy_name(self.device)
 
+    @property
+    def split(self) -> bool:
+        """Whether busy and host add up to the wall time (see :data:`MAX_BUSY_SHARE`)."""
+        return self.bound is not Bound.UNSPLIT
+
     def sentence(self) -> str:
         """``wall 3982.0 µs = GPU busy 1173.9 µs (29 %) + host 2808.1 µs → launch-bound``."""
+        if not self.split:
+            return (
+                f"wall {self.wall_us:.1f} µs < {self.busy_name} {self.busy_us:.1f} µs "
+                f"({100 * self.busy_share:.0f} %) in the profiled forwards, which ran slower than the "
+                "timed ones (profiler overhead): no split into busy and host"
+            )
         return (
             f"wall {self.wall_us:.1f} µs = {self.busy_name} {self.busy_us:.1f} µs "
             f"({100 * self.busy_share:.0f} %) + host {self.host_us:.1f} µs → {self.label}"
