@@ -95,7 +95,8 @@ class TracePair:
 
 @dataclass(frozen=True)
 class GroupDiff:
-    """The GPU time of one layer group (backbone, neck, head, ...: :mod:`kernelgate.groups`), medians.
+    """The time of one layer group (backbone, neck, head, ...: :mod:`kernelgate.groups`), medians in
+    µs: kernel time, or CPU operator time on a CPU run.
 
     Not gated: the layers and kernels are; a group shows where in the model the time moved.
     """
