@@ -450,6 +450,7 @@ def measure_module(
         environment=environment.collect(torch, device),
         unlinked=parsed.unlinked,
         gpu_states=(gpu_state,) if gpu_state else (),
+        groups=layers.groups,
     )
     reasons = integrity.check_profile(parsed, frame, schedule.active, gpu) + integrity.check_record(result)
     return dataclasses.replace(result, unreliable_reasons=tuple(reasons + extra))

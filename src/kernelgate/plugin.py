@@ -398,11 +398,14 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     state = config.stash.get(STATE_KEY, None)
     if state is None or not (state.measured or state.missing or state.errors or state.notes):
         return
-    from kernelgate.report import summary_table
+    from kernelgate.report import summary_table, time_split_lines
 
     terminalreporter.section("kernelgate")
+    measured = {e.measurement.benchmark: e.measurement for e in state.measured}
     if state.comparisons:
-        terminalreporter.write(summary_table(state.comparisons))
+        terminalreporter.write(summary_table(state.comparisons, measurements=measured))
+    elif measured:
+        terminalreporter.write(time_split_lines(measured.values()))
     for name in state.missing:
         terminalreporter.write_line(f"no baseline: {name} (record with: pytest benchmarks --kernelgate-save)")
     for name in state.unreliable:
