@@ -27,7 +27,7 @@ def _measure(spec: Any, folder: Path) -> Any:
         layers = layers_of(net)
         from kernelgate.attribute import Layers
 
-        layers = Layers({**layers.types, **dict(runner.extra_layers)})
+        layers = Layers({**layers.types, **dict(runner.extra_layers)}, layers.groups)
         m = measure_module(
             torch, runner, layers, bench_id=spec.id, device="cuda", schedule=profile.Schedule(*SCHEDULE),
             wall_us=[], trace_path=folder / f"{spec.id}.json",

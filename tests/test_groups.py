@@ -126,6 +126,8 @@ def test_a_record_with_groups_splits_the_total() -> None:
         ("yolov8n-fp16-bs1-640", "yolov8n"),
         ("rtdetr-l-fp32-bs4-1280-graph", "rtdetr-l"),
         ("yolov8n-seg-fp16-bs1-640", "yolov8n-seg"),
+        ("yolo11n-amp-fp16-bs1-640-graph", "yolo11n"),
+        ("yolov8n-bf16-bs8-640-cl-fused", "yolov8n"),
         ("test_my_model", None),
         ("yolov8n-fp16-bs1-640x", None),
     ],

@@ -131,7 +131,7 @@ class KernelGate:
         with torch.no_grad():
             runner = execution.prepare(torch, net, spec, self.device, make_input(spec, self.device))
         if runner.extra_layers:
-            layers = Layers({**layers.types, **dict(runner.extra_layers)})
+            layers = Layers({**layers.types, **dict(runner.extra_layers)}, layers.groups)
         return self._run(runner, layers, spec.id)
 
     @_fails_alone

@@ -276,11 +276,14 @@ def layers_of(model: Any) -> Layers:
     import torch
 
     from kernelgate.attribute import Layers
+    from kernelgate.groups import groups_of
 
     inner = getattr(model, "model", None)
     if isinstance(inner, torch.nn.Sequential):
-        return Layers({f"model.{i}": type(layer).__name__ for i, layer in enumerate(inner)})
-    return Layers({name: type(child).__name__ for name, child in model.named_children()})
+        types = {f"model.{i}": type(layer).__name__ for i, layer in enumerate(inner)}
+    else:
+        types = {name: type(child).__name__ for name, child in model.named_children()}
+    return Layers(types, groups_of(model))
 
 
 def load_checkpoint(path: Path, spec: YoloSpec, device: str, *, trust: bool) -> tuple[Any, Layers]:
