@@ -1,11 +1,10 @@
-"""The suite's matrix: on a GPU, fp16 and fp32 at 640x640 (cold start: yolov8n fp16 in every scenario);
-on the CPU, fp32 at 160x160 (cold start: one scenario)."""
+"""The suite's cold-start scenarios: on a GPU, yolov8n fp16 in every scenario; on the CPU, one
+scenario at fp32 160x160. The kernel benchmarks take their configurations from the matrix in
+pyproject.toml (``kernelgate_case``)."""
 
 from __future__ import annotations
 
 import pytest
-
-MODELS = ("yolov8n", "yolo11n")
 
 
 def _on_gpu(config: pytest.Config) -> bool:
@@ -22,10 +21,3 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         scenarios = ("empty", "warm", "ptx-jit", "ptx-jit-warm") if gpu else ("empty",)
         cold = [("yolov8n", "fp16" if gpu else "fp32", 640 if gpu else 160, s) for s in scenarios]
         metafunc.parametrize("coldstart_case", cold, ids=[f"{m}-{p}-bs1-{i}-{s}" for m, p, i, s in cold])
-    if "yolo_case" not in metafunc.fixturenames:
-        return
-    gpu = _on_gpu(metafunc.config)
-    precisions = ("fp16", "fp32") if gpu else ("fp32",)
-    imgsz = 640 if gpu else 160
-    cases = [(m, p, 1, imgsz) for m in MODELS for p in precisions]
-    metafunc.parametrize("yolo_case", cases, ids=[f"{m}-{p}-bs{b}-{s}" for m, p, b, s in cases])

@@ -88,6 +88,7 @@ def child(kind: str, out: Path) -> None:
     t0 = time.perf_counter()
     import torch
 
+    from kernelgate.execution import Runner
     from kernelgate.gate import GPU_SCHEDULE, make_step, measure_module
     from kernelgate.model import YoloSpec, build_yolo, make_input
 
@@ -107,7 +108,7 @@ def child(kind: str, out: Path) -> None:
             step: Any = step, net: Any = net, layers: Any = layers, name: str = spec.id
         ) -> Measurement:
             return measure_module(
-                torch, step, net, layers, bench_id=name, device="cuda", schedule=GPU_SCHEDULE,
+                torch, Runner(step, net), layers, bench_id=name, device="cuda", schedule=GPU_SCHEDULE,
                 wall_us=[], trace_path=trace_path,
             )  # fmt: skip
 

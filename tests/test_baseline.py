@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import stat
@@ -112,6 +113,20 @@ def test_document_load_round_trip(tmp_path: Path) -> None:
     assert data["kernelgate"] == {"schema_version": 1, "arch": ARCH}
     assert (data["datetime"], data["version"]) == ("2026-11-21T07:30:07+00:00", "5.2.3")
     assert data["commit_info"] == {"id": "c651edc", "dirty": False}
+
+
+def test_layer_groups_are_saved_and_loaded_and_a_bad_table_names_the_file(tmp_path: Path) -> None:
+    grouped = dataclasses.replace(
+        measurement({"model.0": 100.0, "model.1": 50.0}), groups={"model.0": "backbone", "model.1": "head"}
+    )
+    path = write(tmp_path / ARCH / FILE_NAME, [entry(V8, grouped), entry(V11)])
+    loaded = baseline.load(path)
+    assert loaded[V8].measurement.groups == {"model.0": "backbone", "model.1": "head"}
+    assert loaded[V11].measurement.groups == {}  # an entry without groups, as older files have
+    assert "groups" not in json.loads(path.read_text())["benchmarks"][0]["extra_info"]["kernelgate"]
+    path.write_text(path.read_text().replace('"backbone"', "7"))
+    with pytest.raises(BaselineError, match=rf"{FILE_NAME}: benchmarks\[1\] is malformed.*'groups'"):
+        baseline.load(path)
 
 
 def test_document_keeps_other_extra_info() -> None:

@@ -85,6 +85,17 @@ def test_host_overhead_growth_from_zero() -> None:
     )
 
 
+def test_host_overhead_growth_on_a_cpu_run_speaks_of_cpu_operators() -> None:
+    base = dataclasses.replace(measurement({"model.0": 1000.0}, wall=4000.0), device="cpu")
+    (hint,) = benchmark_hints(base, dataclasses.replace(base, wall=measurement(wall=4400.0).wall))
+    assert hint.text.startswith("host overhead (wall - CPU ops) grew 3000 → 3400 µs (+13.3 %)")
+    assert hint.text.endswith(
+        "CPU operators run 23 % of the wall time, so this benchmark is overhead-bound: "
+        "Python and framework cost count more than operator time"
+    )
+    assert "GPU" not in hint.text and "launch" not in hint.text
+
+
 def test_clock_event_reasons_other_than_idle() -> None:
     base = measurement({"model.0": 100.0})
     base = dataclasses.replace(base, environment={**base.environment, "clock_event_reasons": "0x0"})

@@ -175,3 +175,46 @@ def test_kernel_stat_from_json_without_launch() -> None:
         "time_us": {"samples": [1.0, 2.0]},
     }
     assert KernelStat.from_json(data) == KernelStat("model.0", "model.0.conv", "k", Dist((1.0, 2.0)), 1.0, {})
+
+
+# --- layer groups -----------------------------------------------------------------------------------
+
+
+def _grouped_build(groups: dict[str, str] | None) -> Measurement:
+    events = iteration(0.0, 10, conv=(4.0, 6.0), cat=10.0, upsample=3.0)
+    frame = attribute.attribute(trace.parse_gpu(events), LAYERS)
+    return build(
+        frame, benchmark="b", arch="a", device="cuda", iterations=1, wall_us=[50.0], environment={},
+        groups=groups,
+    )  # fmt: skip
+
+
+def test_build_keeps_the_groups_of_the_layers_that_ran() -> None:
+    m = _grouped_build({"model.0": "backbone", "model.9": "backbone", "model.10": "neck", "model.99": "head"})
+    assert m.groups == {"model.0": "backbone", "model.9": "backbone", "model.10": "neck"}
+    assert _grouped_build(None).groups == {}
+
+
+def test_groups_round_trip_and_are_optional_in_json(measured: Measurement) -> None:
+    assert "groups" not in measured.to_json()  # records without groups look as before
+    grouped = replace(measured, groups={"model.9": "backbone", "model.0": "backbone"})
+    data = json.loads(json.dumps(grouped.to_json()))
+    assert data["groups"] == {"model.0": "backbone", "model.9": "backbone"}
+    assert Measurement.from_json(data) == grouped
+    del data["groups"]
+    assert Measurement.from_json(data).groups == {}
+
+
+@pytest.mark.parametrize("bad", [["model.0"], {"model.0": 1}, "backbone"])
+def test_groups_of_the_wrong_shape_are_refused(measured: Measurement, bad: object) -> None:
+    data = measured.to_json() | {"groups": bad}
+    with pytest.raises(ValueError, match="'groups'"):
+        Measurement.from_json(data)
+
+
+def test_combined_rounds_keep_the_groups(measured: Measurement) -> None:
+    from kernelgate.measure import combine
+
+    first = replace(measured, groups={"model.0": "backbone"})
+    second = replace(measured, groups={"model.0": "head", "model.10": "neck"})
+    assert combine([first, second]).groups == {"model.0": "backbone", "model.10": "neck"}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import gzip
 import json
 import re
@@ -9,7 +10,7 @@ from pathlib import Path
 
 from real_data import DATA, slowed_item
 
-from kernelgate import publish, trace_store
+from kernelgate import groups, publish, trace_store
 from kernelgate.redact import Redactor
 
 TRACE = DATA / "yolov8n-fp16-h200-2steps.trace.json.gz"
@@ -66,3 +67,18 @@ def test_trace_names_match_the_report_and_strings_in_args_are_dropped() -> None:
     assert kernels and all(e["name"].startswith("kernel-") for e in kernels)
     assert all(not isinstance(v, str) for e in doc["traceEvents"] for v in e.get("args", {}).values())
     assert json.dumps(doc).count("implicit_convolve_sgemm") == 0
+
+
+def test_layers_keep_their_groups_under_hashed_names() -> None:
+    r = Redactor()
+    m = slowed_item().current
+    hidden = r.measurement(m)
+    assert hidden.groups[r.layer("model.2")] == "backbone"
+    assert hidden.groups["input"] == "preprocess"
+    assert not any(name.startswith("model.") for name in hidden.groups)
+    assert groups.group_times(hidden) == groups.group_times(m)
+
+
+def test_an_old_record_redacted_still_groups_its_stages() -> None:
+    m = dataclasses.replace(slowed_item().current, groups={})
+    assert groups.group_times(Redactor().measurement(m)) == groups.group_times(m)

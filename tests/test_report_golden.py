@@ -55,7 +55,10 @@ def test_failure_message_golden(slowed: tuple[Comparison, dict[str, str]]) -> No
 
 def test_terminal_summary_golden(slowed: tuple[Comparison, dict[str, str]]) -> None:
     comparison, _ = slowed
-    check("terminal_summary.txt", report.summary_table([comparison]))
+    current = load("h200-yolov8n-fp16-model2-slowed.json").measurement
+    text = report.summary_table([comparison], measurements={current.benchmark: current})
+    check("terminal_summary.txt", text)
+    assert report.summary_table([comparison]) == text.split("where the time goes")[0]
 
 
 def test_layer_table_golden(slowed: tuple[Comparison, dict[str, str]]) -> None:
@@ -67,7 +70,8 @@ def test_a_passing_run_summarises_the_total() -> None:
     base = load("h200-yolov8n-fp16-baseline.json")
     comparison = compare(base.measurement, base.measurement, GateConfig())
     assert not comparison.failed
-    check("terminal_summary_pass.txt", report.summary_table([comparison]))
+    measured = {base.measurement.benchmark: base.measurement, "not-compared": base.measurement}
+    check("terminal_summary_pass.txt", report.summary_table([comparison], measurements=measured))
 
 
 def test_environment_changes_are_shown_next_to_the_regression(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import html
 import html.parser
 import os
@@ -13,7 +14,7 @@ import numpy as np
 from PIL import Image
 from real_data import DATA, slowed_diff, slowed_item
 
-from kernelgate import publish, report_html
+from kernelgate import diff, publish, report_html
 from kernelgate.measure import Measurement
 
 RED = (0xCF, 0x22, 0x2E)
@@ -98,3 +99,23 @@ def test_renders_in_headless_chromium_with_a_screenshot(tmp_path: Path) -> None:
     if keep:
         Path(keep).mkdir(parents=True, exist_ok=True)
         shutil.copy(png, Path(keep) / "example-report.png")
+
+
+def test_where_the_time_goes_and_the_layer_groups() -> None:
+    text = report_html.render([slowed_diff()])
+    assert "where the time goes<b>launch-bound</b>" in text
+    assert "GPU busy 1274.1 µs (29 %) + host 3135.9 µs" in text and "baseline 29 %, launch-bound" in text
+    assert "GPU time per layer group:\nbackbone +18.6 %, neck +0.0 %, head -0.0 %, preprocess -0.1 %" in text
+    assert '<tr><td>backbone</td><td class="n">540.0 µs</td>\n<td class="n">640.2 µs</td>' in text
+
+
+def test_a_cpu_run_names_cpu_ops_not_the_gpu() -> None:
+    d = slowed_diff()
+    text = report_html.render([diff.build(d.comparison, cpu_record(d.base), cpu_record(d.current))])
+    assert "CPU ops 1274.1 µs (29 %)" in text and "overhead-bound" in text
+    assert "CPU op time per layer group" in text
+    assert "GPU busy" not in text.split("<h2>")[1].split("<h3>")[0]  # the cards of the benchmark
+
+
+def cpu_record(m: Measurement) -> Measurement:
+    return dataclasses.replace(m, device="cpu")

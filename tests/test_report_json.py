@@ -44,6 +44,22 @@ def test_document_of_the_real_regression() -> None:
     assert [h["kind"] for h in bench["hints"]] == ["host overhead grew"]
     assert {e["key"] for e in bench["environment"] if e["changed"]} == {"power_w"}
     assert bench["host_overhead_us"] == {"baseline": 2808.162, "current": 3135.905}
+    assert bench["time_split"]["current"] == {
+        "device": "cuda",
+        "wall_us": 4409.959,
+        "busy_us": 1274.053,
+        "host_us": 3135.905,
+        "busy_share": 0.2889,
+        "bound": "launch-bound",
+    }
+    assert bench["time_split"]["baseline"]["bound"] == "launch-bound"
+    assert [g["group"] for g in bench["groups"]] == ["backbone", "neck", "head", "preprocess"]
+    assert bench["groups"][0] == {
+        "group": "backbone",
+        "baseline_us": 539.969,
+        "current_us": 640.211,
+        "delta_pct": 18.564,
+    }
 
 
 def test_every_field_of_a_delta_is_written_rounded() -> None:

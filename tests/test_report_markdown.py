@@ -6,9 +6,9 @@ import dataclasses
 import enum
 from pathlib import Path
 
-from factories import measurement
+from factories import dist, measurement
 from real_data import BASE as BASE_FILE
-from real_data import GOLDEN, check_golden, entry, slowed_diff
+from real_data import GOLDEN, YOLOV8N_GROUPS, check_golden, entry, slowed_diff
 
 from kernelgate import diff, report_markdown
 from kernelgate.compare import Verdict, compare
@@ -46,7 +46,8 @@ def test_sections_hints_and_environment() -> None:
     assert (
         "<summary>Environment unchanged: GPU NVIDIA H200, driver 580.159.04, CUDA 13.0, cuDNN 9.19.0" in text
     )
-    assert text.count("<details>") == text.count("</details>") == 3  # kernels, unchanged, environment
+    # layer groups, kernels, unchanged, environment
+    assert text.count("<details>") == text.count("</details>") == 4
 
 
 def _passing_diff(name: str, total: float) -> diff.BenchmarkDiff:
@@ -140,3 +141,41 @@ def test_a_changed_environment_is_shown_outside_the_details() -> None:
     )
     text = report_markdown.render([diff.build(compare(base, current, GateConfig()), base, current)])
     assert "⚠️ **Environment changed:** cuDNN 9.19.0 → 9.10.0, torch 2.11.0+cu130 → 2.12.0+cu130" in text
+
+
+def test_where_the_time_goes_stands_under_the_total() -> None:
+    lines = report_markdown.render([slowed_diff()]).splitlines()
+    total = next(i for i, line in enumerate(lines) if line.startswith("Total GPU time per forward"))
+    assert lines[total + 2] == (
+        "Where the time goes: wall 4410.0 µs = GPU busy 1274.1 µs (29 %) + host 3135.9 µs → launch-bound "
+        "(baseline: GPU busy 29 % of 3982.0 µs, launch-bound)."
+    )
+
+
+def test_passing_benchmarks_show_where_the_time_goes_and_their_groups() -> None:
+    base = entry(BASE_FILE).measurement
+    grouped = dataclasses.replace(base, groups=YOLOV8N_GROUPS)
+    eager = diff.build(compare(grouped, grouped, GateConfig()), grouped, grouped)
+    old = dataclasses.replace(base, benchmark="old-record", wall=dist(1200.0, base.busy.n))  # no groups
+    graph = diff.build(compare(old, old, GateConfig()), old, old)
+    text = report_markdown.render([eager, graph])
+    assert (
+        "| yolov8n-fp16-bs1-640 | 1173.9 µs | 1173.9 µs | +0.0 % | GPU busy 29 % of 3982.0 µs, launch-bound |"
+        in (text)
+    )
+    assert "| old-record | 1173.9 µs | 1173.9 µs | +0.0 % | GPU busy 98 % of 1200.0 µs, GPU-bound |" in text
+    assert "| benchmark | backbone | neck | head | preprocess | model |" in text
+    assert (
+        "| yolov8n-fp16-bs1-640 | 540.0 µs (+0.0 %) | 281.3 µs (+0.0 %) | 305.6 µs (+0.0 %) | "
+        "46.8 µs (+0.0 %) | — |" in text
+    )
+    assert "| old-record | — | — | — | 46.8 µs (+0.0 %) | 1127.0 µs (+0.0 %) |" in text
+
+
+def test_a_cpu_run_reads_cpu_ops_and_overhead_bound() -> None:
+    d = slowed_diff()
+    cpu_base, cpu_current = (dataclasses.replace(m, device="cpu") for m in (d.base, d.current))
+    text = report_markdown.render([diff.build(d.comparison, cpu_base, cpu_current)])
+    assert "= CPU ops 1274.1 µs (29 %) + host 3135.9 µs → overhead-bound" in text
+    assert "<summary>CPU op time per layer group: backbone +18.6 %" in text
+    assert "GPU busy" not in text and "launch-bound" not in text

@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from real_data import BASE, DATA, GOLDEN, check_golden, entry, slowed_item
+from real_data import BASE, DATA, GOLDEN, check_golden, entry, grouped, slowed_item
 
 from kernelgate import publish, report_data, report_merge
 from kernelgate.cli import main
@@ -41,7 +41,7 @@ def runners(tmp_path: Path) -> tuple[Path, Path]:
     h200 = tmp_path / "reports" / "kernelgate-sm90-nvidia-h200" / "report"
     published = publish.publish([dataclasses.replace(item, base_trace=TRACE, current_trace=TRACE)], h200)
     assert published.failed and len(published.traces) == 2
-    base = synthetic(entry(BASE).measurement)
+    base = synthetic(grouped(entry(BASE).measurement))
     other = tmp_path / "reports" / f"kernelgate-{SYNTHETIC}" / "report"
     publish.publish([publish.Item(compare(base, base, GateConfig()), base, base)], other)
     return h200, other

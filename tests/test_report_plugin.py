@@ -12,7 +12,10 @@ SUITE = """
 import torch
 from kernelgate.attribute import Layers
 
-LAYERS = Layers({"firstconv": "Conv2d", "midrelu": "ReLU", "lastconv": "Conv2d"})
+LAYERS = Layers(
+    {"firstconv": "Conv2d", "midrelu": "ReLU", "lastconv": "Conv2d"},
+    {"firstconv": "backbone", "midrelu": "neck", "lastconv": "head"},
+)
 
 
 class Net(torch.nn.Module):
@@ -39,8 +42,14 @@ SLOW = ("--kernelgate-slow-layer=lastconv:30", "--kernelgate-threshold=100%", "-
 def test_save_regress_redact_and_pass(pytester: pytest.Pytester) -> None:
     """One session of each kind, in order (each a fresh pytest process, as in CI)."""
     pytester.makepyfile(test_suite=SUITE)
-    pytester.runpytest_subprocess(*ARGS, "--kernelgate-save").assert_outcomes(passed=1)
+    saved = pytester.runpytest_subprocess(*ARGS, "--kernelgate-save")
+    saved.assert_outcomes(passed=1)
+    # on a CPU the profiled forwards may run slower than the timed ones: "ops > wall", no host time
+    saved.stdout.fnmatch_lines(["where the time goes (medians):", "tiny: wall * µs * CPU ops * µs (* %)*"])
     check_saved_trace(pytester.path)
+    (path,) = pytester.path.glob("baselines/cpu-*/0001_kernelgate.json")
+    record = json.loads(path.read_text())["benchmarks"][0]["extra_info"]["kernelgate"]
+    assert record["groups"] == {"firstconv": "backbone", "midrelu": "neck", "lastconv": "head"}
 
     regressed = pytester.runpytest_subprocess(*ARGS, *SLOW)
     regressed.assert_outcomes(failed=1)
@@ -88,6 +97,8 @@ def check_regression_report(root: Path, result: pytest.RunResult) -> None:
     assert verdict.startswith("### ❌ kernelgate: ") and " slower in tiny on cpu-" in verdict
     assert "% `lastconv` Conv2d" in verdict
     assert "`lastconv` Conv2d" in markdown and "traces/tiny.current.pt.trace.json.gz" in markdown
+    assert "<summary>CPU op time per layer group: backbone " in markdown and "GPU busy" not in markdown
+    result.stdout.fnmatch_lines(["tiny: wall * µs * CPU ops * µs (* %)*"])
     doc = json.loads((folder / "report.json").read_text())
     assert doc["failed"] and [lay["name"] for lay in doc["benchmarks"][0]["layers"] if lay["failing"]] == [
         "lastconv"

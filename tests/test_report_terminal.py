@@ -13,7 +13,8 @@ def test_terminal_summary_golden(tmp_path: Path) -> None:
     item = slowed_item()
     published = publish.publish([item], tmp_path / "report")
     lines = published.lines(lambda p: str(p.relative_to(tmp_path)))
-    text = report.summary_table([item.comparison]) + "\n".join(lines) + "\n"
+    measured = {item.current.benchmark: item.current}
+    text = report.summary_table([item.comparison], measurements=measured) + "\n".join(lines) + "\n"
     check_golden(GOLDEN / "terminal_summary_with_reports.txt", text)
     assert (tmp_path / "report" / "report.md").is_file()
 

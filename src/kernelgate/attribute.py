@@ -11,7 +11,7 @@ from __future__ import annotations
 import bisect
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import pandas as pd
 
@@ -57,9 +57,11 @@ def normalize_kernel_name(name: str) -> str:
 
 @dataclass(frozen=True)
 class Layers:
-    """The top-level layers of a model: name -> type (``model.10`` -> ``Upsample``)."""
+    """The top-level layers of a model: name -> type (``model.10`` -> ``Upsample``), and optionally
+    name -> layer group (``model.10`` -> ``neck``; see :func:`kernelgate.groups.groups_of`)."""
 
     types: Mapping[str, str]
+    groups: Mapping[str, str] = field(default_factory=dict)
 
     def layer_of(self, module: str) -> str:
         parts = module.split(".")

@@ -1,6 +1,6 @@
 """The ``kernelgate`` command: the architecture key, offline comparison of result files, reports (also
-merged from several runners), the machine's fitness to benchmark (``doctor``) and cold-start
-measurements (``coldstart``)."""
+merged from several runners), the machine's fitness to benchmark (``doctor``), cold-start
+measurements (``coldstart``) and the time per layer group of result files (``groups``)."""
 
 from __future__ import annotations
 
@@ -259,6 +259,29 @@ def _merge(argv: Sequence[str]) -> int:
     return 1 if merged.failed else 0
 
 
+def _groups(args: argparse.Namespace) -> int:
+    from kernelgate import groups, report_groups
+
+    measurements: list[Measurement] = []
+    sources: list[str] = []
+    for name in args.results:
+        try:
+            entries = baseline.load(Path(name))
+        except baseline.BaselineError as exc:
+            print(f"kernelgate: {exc}", file=sys.stderr)
+            return 2
+        found = [e.measurement for e in entries.values() if coldgate.record_of(e) is None]
+        measurements += [groups.inferred(m) for m in found] if args.infer else found
+        sources += [name] * len(found)
+    if not measurements:
+        print(f"kernelgate: no kernel benchmark in {', '.join(args.results)}", file=sys.stderr)
+        return 2
+    table = report_groups.frame(measurements, sources)
+    render = {"md": report_groups.to_markdown, "csv": report_groups.to_csv, "text": report_groups.to_text}
+    sys.stdout.write(render[args.format](table))
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     given = list(sys.argv[1:] if argv is None else argv)
     if given[:2] == ["report", "merge"]:
@@ -340,6 +363,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     rep.add_argument("--history", metavar="DIR", help="older baseline files (*.json) for the history plot")
     rep.add_argument("--redact", action="store_true", help="hash layer and kernel names in every file")
     rep.set_defaults(run=_report)
+    grp = sub.add_parser(
+        "groups",
+        help="one table of result files: time per layer group (backbone, neck, head, preprocess, NMS), "
+        "wall, GPU busy and host overhead per benchmark",
+    )
+    grp.add_argument("results", nargs="+", help="e.g. .kernelgate/results/<arch>/0001_kernelgate.json")
+    grp.add_argument(
+        "--format", choices=["text", "md", "csv"], default="text", help="text (default), md or csv"
+    )
+    grp.add_argument(
+        "--infer",
+        action="store_true",
+        help="records without layer groups (older kernelgate): take them from the Ultralytics model "
+        "the benchmark id names (yolov8n-fp16-bs1-640 -> yolov8n.yaml; needs ultralytics)",
+    )
+    grp.set_defaults(run=_groups)
     args = parser.parse_args(given)
     if getattr(args, "rounds", 1) < 1:
         parser.error(f"--rounds {args.rounds}: give 1 or more")

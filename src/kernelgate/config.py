@@ -204,6 +204,7 @@ _SIMPLE_KEYS = {
     "rules",
     "coldstart_threshold",
     "coldstart_floor_ms",
+    "matrix",  # read by kernelgate.matrix
 }
 
 

@@ -13,9 +13,11 @@ from dataclasses import dataclass
 
 from kernelgate.compare import Comparison, Delta, Verdict
 from kernelgate.config import Scope
+from kernelgate.groups import group_times, ordered
 from kernelgate.hints import Hint, benchmark_hints, layer_hints
 from kernelgate.labels import cudnn_version
 from kernelgate.measure import Measurement
+from kernelgate.timesplit import TimeSplit, split
 
 # Software and hardware that decide which kernels run: a change here explains many regressions.
 ENVIRONMENT_KEYS = {
@@ -93,6 +95,33 @@ class TracePair:
 
 
 @dataclass(frozen=True)
+class GroupDiff:
+    """The time of one layer group (backbone, neck, head, ...: :mod:`kernelgate.groups`), medians in
+    µs: kernel time, or CPU operator time on a CPU run.
+
+    Not gated: the layers and kernels are; a group shows where in the model the time moved.
+    """
+
+    name: str
+    baseline_us: float | None
+    current_us: float | None
+
+    @property
+    def delta_pct(self) -> float | None:
+        if self.baseline_us is None or self.current_us is None or self.baseline_us <= 0:
+            return None
+        return 100.0 * (self.current_us - self.baseline_us) / self.baseline_us
+
+
+def group_diffs(base: Measurement, current: Measurement) -> tuple[GroupDiff, ...]:
+    before, after = group_times(base), group_times(current)
+    return tuple(
+        GroupDiff(g, before[g].median if g in before else None, after[g].median if g in after else None)
+        for g in ordered({*before, *after})
+    )
+
+
+@dataclass(frozen=True)
 class BenchmarkDiff:
     comparison: Comparison
     base: Measurement
@@ -104,6 +133,7 @@ class BenchmarkDiff:
     environment: tuple[EnvChange, ...]
     history: tuple[HistoryPoint, ...] = ()
     traces: TracePair | None = None
+    groups: tuple[GroupDiff, ...] = ()
 
     @property
     def benchmark(self) -> str:
@@ -130,6 +160,14 @@ class BenchmarkDiff:
         return tuple(
             lay for lay in self.layers if not lay.failing and lay.delta.verdict is not Verdict.IMPROVED
         )
+
+    @property
+    def base_split(self) -> TimeSplit | None:
+        return split(self.base)
+
+    @property
+    def current_split(self) -> TimeSplit | None:
+        return split(self.current)
 
     @property
     def environment_changed(self) -> tuple[EnvChange, ...]:
@@ -201,4 +239,5 @@ def build(
         hints=benchmark_hints(base, current) if comparison.failed else (),
         environment=environment_diff(base.environment, current.environment),
         history=history_points(history, base, current),
+        groups=group_diffs(base, current),
     )

@@ -14,7 +14,7 @@ import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Concatenate, ParamSpec
+from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec
 
 import pytest
 
@@ -23,10 +23,20 @@ from kernelgate.attribute import Layers
 from kernelgate.coldstart import ChildSpec, ColdStart
 from kernelgate.compare import Comparison, compare, confirmed
 from kernelgate.config import MissingBaseline, Policy
-from kernelgate.model import YoloSpec, build_yolo, load_checkpoint, make_input, slow_down
+from kernelgate.model import (
+    YoloSpec,
+    build_detection_model,
+    layers_of,
+    load_checkpoint,
+    make_input,
+    slow_down,
+)
 from kernelgate.names import safe_name
 from kernelgate.report import failure_message
 from kernelgate.session import MissingBaselineWarning, NotComparedWarning, State
+
+if TYPE_CHECKING:
+    from kernelgate.execution import Runner
 
 GPU_SCHEDULE = profile.Schedule(wait=1, warmup=2, active=20)
 CPU_SCHEDULE = profile.Schedule(wait=1, warmup=1, active=5)
@@ -94,13 +104,35 @@ class KernelGate:
         self.node_name = node.name
         self.device = pick_device(state.options.device)
 
-    @_fails_alone
     def yolo(
-        self, model: str = "yolov8n", precision: str = "fp16", batch: int = 1, imgsz: int = 640
+        self,
+        model: str = "yolov8n",
+        precision: str = "fp16",
+        batch: int = 1,
+        imgsz: int = 640,
+        **axes: Any,
     ) -> Result:
-        spec = YoloSpec(model=model, precision=precision, batch=batch, imgsz=imgsz)
-        net, layers = build_yolo(spec, self.device)
-        return self.module(net, make_input(spec, self.device), layers, name=spec.id)
+        """Gate one configuration; ``axes`` are the other :class:`~kernelgate.model.YoloSpec` fields
+        (``mode="graph"``, ``stage="pipeline"``, ``channels_last=True``, ``fuse=True``, ...)."""
+        return self.run(YoloSpec(model=model, precision=precision, batch=batch, imgsz=imgsz, **axes))
+
+    @_fails_alone
+    def run(self, spec: YoloSpec) -> Result:
+        """Gate the configuration ``spec`` (one entry of the matrix: ``kernelgate_case``)."""
+        import torch
+
+        from kernelgate import execution
+
+        net = build_detection_model(spec, self.device, trust=self.state.options.trust_pt)
+        layers = layers_of(net)
+        opts = self.state.options
+        if opts.slow_layer:  # before capture/compilation, so that graphs and compiled code include it
+            slow_down(net, opts.slow_layer, opts.slow_extra_runs)
+        with torch.no_grad():
+            runner = execution.prepare(torch, net, spec, self.device, make_input(spec, self.device))
+        if runner.extra_layers:
+            layers = Layers({**layers.types, **dict(runner.extra_layers)}, layers.groups)
+        return self._run(runner, layers, spec.id)
 
     @_fails_alone
     def checkpoint(
@@ -129,12 +161,19 @@ class KernelGate:
         """
         import torch
 
-        bench_id = name or self.node_name
+        from kernelgate import execution
+
         opts = self.state.options
         if opts.slow_layer:
             slow_down(net, opts.slow_layer, opts.slow_extra_runs)
+        return self._run(execution.eager(torch, net, host_input, self.device), layers, name or self.node_name)
+
+    def _run(self, runner: Runner, layers: Layers, bench_id: str) -> Result:
+        import torch
+
+        opts = self.state.options
         gpu = self.device.startswith("cuda")
-        step = make_step(torch, net, host_input, self.device)
+        step = runner.step
         trace_path = opts.out_dir / "traces" / f"{safe_name(self.node_name)}.json"
         with torch.no_grad():
             for _ in range(3):
@@ -148,7 +187,7 @@ class KernelGate:
             schedule = profile.Schedule(schedule.wait, schedule.warmup, opts.iterations)
 
         def attempt() -> measure.Measurement:
-            return self._profile(step, net, layers, bench_id, schedule, trace_path, wall)
+            return self._profile(runner, layers, bench_id, schedule, trace_path, wall)
 
         result = integrity.measure_reliably(attempt, bench_id)
         if result.reliable and result.throttled:  # one more try before it goes on with a flag
@@ -167,8 +206,7 @@ class KernelGate:
 
     def _profile(
         self,
-        step: Callable[[], None],
-        net: Any,
+        runner: Runner,
         layers: Layers,
         bench_id: str,
         schedule: profile.Schedule,
@@ -181,7 +219,7 @@ class KernelGate:
         with torch.no_grad():
             try:
                 return measure_module(
-                    torch, step, net, layers, bench_id=bench_id, device=self.device, schedule=schedule,
+                    torch, runner, layers, bench_id=bench_id, device=self.device, schedule=schedule,
                     wall_us=wall, trace_path=trace_path,
                 )  # fmt: skip
             except profile.ProfilerError as exc:
@@ -226,6 +264,9 @@ class KernelGate:
             command.append(f"--kernelgate-slow-layer={opts.slow_layer}:{opts.slow_extra_runs}")
         if opts.iterations:
             command.append(f"--kernelgate-iterations={opts.iterations}")
+        if opts.matrix:  # the same matrix, so that the node id exists in the child
+            command.append(f"--kernelgate-matrix={opts.matrix}")
+        command += [f"--kernelgate-only={text}" for text in opts.only]
         done = subprocess.run(
             command, cwd=self.node.config.rootpath, capture_output=True, text=True, timeout=900, check=False
         )
@@ -264,6 +305,11 @@ class KernelGate:
             return
         bench = stats.as_dict(include_data=False)
         bench.pop("extra_info", None)
+        if bench.get("params"):  # a matrix configuration is stored as its fields (JSON, readable in a diff)
+            bench["params"] = {
+                k: dataclasses.asdict(v) if dataclasses.is_dataclass(v) and not isinstance(v, type) else v
+                for k, v in bench["params"].items()
+            }
         self.state.measured.append(baseline.Entry(self.benchmark.fullname, result, bench))
 
     def _gate(self, result: measure.Measurement, layers: Layers) -> Comparison | None:
@@ -360,10 +406,12 @@ def _keys(baseline_dir: Path) -> list[str]:
     return sorted(p.name for p in baseline_dir.iterdir() if (p / baseline.FILE_NAME).is_file())
 
 
+REFERENCE_SCHEDULE = profile.Schedule(wait=1, warmup=1, active=2)
+
+
 def measure_module(
     torch: Any,
-    step: Callable[[], None],
-    net: Any,
+    runner: Runner,
     layers: Layers,
     *,
     bench_id: str,
@@ -377,10 +425,20 @@ def measure_module(
     The record carries the reasons it cannot be trusted, if any (:mod:`kernelgate.integrity`).
     """
     gpu = device.startswith("cuda")
-    profile.run(step, net, gpu=gpu, schedule=schedule, trace_path=trace_path)
+    extra: list[str] = []
+    profile.run(runner.step, runner.net if runner.hook_step else None, gpu=gpu, schedule=schedule,
+                trace_path=trace_path)  # fmt: skip
     gpu_state = environment.gpu_state() if gpu else {}
     parsed = trace.parse(trace_path, gpu=gpu)
     frame = attribute.attribute(parsed, layers)
+    if runner.reference is not None:  # a CUDA-graph replay: name its kernels after an eager pass
+        from kernelgate import graphs
+
+        eager_path = trace_path.with_name(trace_path.stem + ".eager.json")
+        profile.run(runner.reference, runner.net, gpu=gpu, schedule=REFERENCE_SCHEDULE, trace_path=eager_path)
+        reference = attribute.attribute(trace.parse(eager_path, gpu=gpu), layers)
+        frame, share = graphs.label_replay(frame, reference)
+        extra += [r for r in [graphs.unmatched_reason(share)] if r]
     result = measure.build(
         frame,
         benchmark=bench_id,
@@ -391,23 +449,17 @@ def measure_module(
         environment=environment.collect(torch, device),
         unlinked=parsed.unlinked,
         gpu_states=(gpu_state,) if gpu_state else (),
+        groups=layers.groups,
     )
     reasons = integrity.check_profile(parsed, frame, schedule.active, gpu) + integrity.check_record(result)
-    return dataclasses.replace(result, unreliable_reasons=tuple(reasons))
+    return dataclasses.replace(result, unreliable_reasons=tuple(reasons + extra))
 
 
 def make_step(torch: Any, net: Any, host_input: Any, device: str) -> Callable[[], None]:
     """One inference: copy the input to the device (range ``kg/input``), forward, synchronize."""
-    gpu = device.startswith("cuda")
+    from kernelgate.execution import eager
 
-    def step() -> None:
-        with torch.profiler.record_function(trace.RANGE_PREFIX + "input"):
-            x = host_input.to(device, non_blocking=True)
-        net(x)
-        if gpu:
-            torch.cuda.synchronize()
-
-    return step
+    return eager(torch, net, host_input, device).step
 
 
 def shown(path: Path) -> str:

@@ -15,12 +15,12 @@ from dataclasses import dataclass
 
 from kernelgate.labels import kernel_label, module_label
 from kernelgate.measure import KernelStat, Measurement
+from kernelgate.timesplit import Bound, busy_name, classify, is_gpu
 
 EXAMPLES = 3
 OCCUPANCY_DROP_POINTS = 5.0
 HOST_OVERHEAD_GROWTH = 0.05
 HOST_OVERHEAD_FLOOR_US = 5.0
-LAUNCH_BOUND_BUSY_SHARE = 0.5
 SHAPE_FIELDS = ("grid", "block", "registers", "shared_memory")
 IDLE_CLOCK_REASONS = {"0x0", "0x1"}
 
@@ -138,17 +138,23 @@ def benchmark_hints(base: Measurement, current: Measurement) -> tuple[Hint, ...]
         if after - before > max(HOST_OVERHEAD_GROWTH * before, HOST_OVERHEAD_FLOOR_US):
             share = current.busy.median / current.wall.median if current.wall.median else 0.0
             growth = f" ({100 * (after - before) / before:+.1f} %)" if before else ""
-            bound = (
-                f"the GPU is busy {100 * share:.0f} % of the wall time, so this benchmark is "
-                "launch-bound: Python and kernel-launch cost count more than kernel time"
-                if share < LAUNCH_BOUND_BUSY_SHARE
-                else f"the GPU is busy {100 * share:.0f} % of the wall time"
+            gpu = is_gpu(current.device)
+            busy = (
+                f"the GPU is busy {100 * share:.0f} % of the wall time"
+                if gpu
+                else f"CPU operators run {100 * share:.0f} % of the wall time"
             )
+            why = (
+                "launch-bound: Python and kernel-launch cost count more than kernel time"
+                if gpu
+                else "overhead-bound: Python and framework cost count more than operator time"
+            )
+            bound = f"{busy}, so this benchmark is {why}" if classify(share) is Bound.HOST else busy
             hints.append(
                 Hint(
                     HintKind.HOST_OVERHEAD_GREW,
-                    f"host overhead (wall - GPU busy) grew {before:.0f} → {after:.0f} µs{growth} "
-                    "while the wall time went "
+                    f"host overhead (wall - {busy_name(current.device)}) grew "
+                    f"{before:.0f} → {after:.0f} µs{growth} while the wall time went "
                     f"{base.wall.median:.0f} → {current.wall.median:.0f} µs; {bound}",
                 )
             )

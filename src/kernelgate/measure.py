@@ -149,6 +149,9 @@ class Measurement:
 
     # Why the profile cannot be trusted (dropped events, ...): see kernelgate.integrity. Empty = reliable.
     unreliable_reasons: tuple[str, ...] = ()
+    # Top-level layer -> layer group (backbone, neck, head, ...: kernelgate.groups). Optional: a
+    # record written before groups existed has none.
+    groups: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def reliable(self) -> bool:
@@ -163,22 +166,26 @@ class Measurement:
         return next((lay for lay in self.layers if lay.name == name), None)
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "benchmark": self.benchmark,
-            "arch": self.arch,
-            "device": self.device,
-            "iterations": self.iterations,
-            "unlinked_kernels": self.unlinked,
-            "total_us": self.total.to_json(),
-            "busy_us": self.busy.to_json(),
-            "wall_us": self.wall.to_json(),
-            "host_overhead_us": _r(self.host_overhead_us),
-            "environment": dict(sorted(self.environment.items())),
-            "layers": [lay.to_json() for lay in self.layers],
-            "kernels": [k.to_json() for k in self.kernels],
-            "reliable": self.reliable,
-            "unreliable_reasons": list(self.unreliable_reasons),
-        } | ({"gpu_states": [dict(sorted(g.items())) for g in self.gpu_states]} if self.gpu_states else {})
+        return (
+            {
+                "benchmark": self.benchmark,
+                "arch": self.arch,
+                "device": self.device,
+                "iterations": self.iterations,
+                "unlinked_kernels": self.unlinked,
+                "total_us": self.total.to_json(),
+                "busy_us": self.busy.to_json(),
+                "wall_us": self.wall.to_json(),
+                "host_overhead_us": _r(self.host_overhead_us),
+                "environment": dict(sorted(self.environment.items())),
+                "layers": [lay.to_json() for lay in self.layers],
+                "kernels": [k.to_json() for k in self.kernels],
+                "reliable": self.reliable,
+                "unreliable_reasons": list(self.unreliable_reasons),
+            }
+            | ({"gpu_states": [dict(sorted(g.items())) for g in self.gpu_states]} if self.gpu_states else {})
+            | ({"groups": dict(sorted(self.groups.items()))} if self.groups else {})
+        )
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Measurement:
@@ -196,6 +203,7 @@ class Measurement:
             unlinked=int(data.get("unlinked_kernels", 0)),
             gpu_states=tuple({str(k): str(v) for k, v in g.items()} for g in data.get("gpu_states", ())),
             unreliable_reasons=_reasons(data),
+            groups=_groups(data),
         )
 
 
@@ -271,7 +279,18 @@ def combine(rounds: Sequence[Measurement]) -> Measurement:
         unlinked=sum(m.unlinked for m in rounds),
         gpu_states=tuple(g for m in rounds for g in m.gpu_states),
         unreliable_reasons=tuple(dict.fromkeys(r for m in rounds for r in m.unreliable_reasons)),
+        groups={k: v for m in reversed(rounds) for k, v in m.groups.items()},
     )
+
+
+def _groups(data: Mapping[str, Any]) -> dict[str, str]:
+    """``groups`` is optional (records before it existed have none): layer name -> group name."""
+    groups = data.get("groups", {})
+    if not isinstance(groups, Mapping) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in groups.items()
+    ):
+        raise ValueError("'groups' must map layer names to group names (strings)")
+    return dict(groups)
 
 
 def _reasons(data: Mapping[str, Any]) -> tuple[str, ...]:
@@ -303,8 +322,12 @@ def build(
     environment: Mapping[str, str],
     unlinked: int = 0,
     gpu_states: tuple[Mapping[str, str], ...] = (),
+    groups: Mapping[str, str] | None = None,
 ) -> Measurement:
-    """Aggregate attributed activities (see :func:`kernelgate.attribute.attribute`) per iteration."""
+    """Aggregate attributed activities (see :func:`kernelgate.attribute.attribute`) per iteration.
+
+    ``groups`` (layer -> group, :attr:`kernelgate.attribute.Layers.groups`) is kept for the layers
+    that ran."""
     from kernelgate.attribute import busy_us
 
     total = _per_iteration(frame.groupby("iteration")["dur_us"].sum(), iterations)
@@ -318,6 +341,7 @@ def build(
         for name in order
     )
 
+    known = groups or {}
     kernels = []
     grouped = frame.groupby(["layer", "module", "kernel"], sort=False)
     for (layer, module, kernel), group in grouped:
@@ -356,4 +380,5 @@ def build(
         environment=environment,
         unlinked=unlinked,
         gpu_states=gpu_states,
+        groups={lay.name: known[lay.name] for lay in layers if lay.name in known},
     )

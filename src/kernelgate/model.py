@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import pickle
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,7 +18,10 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from kernelgate.attribute import Layers
 
-PRECISIONS = ("fp16", "fp32")
+# fp16/bf16: weights and input cast (``model.half()``); amp-*: fp32 weights under torch.autocast.
+PRECISIONS = ("fp32", "fp16", "bf16", "amp-fp16", "amp-bf16")
+MODES = ("eager", "graph", "compile")
+STAGES = ("inference", "pipeline")
 SEED = 0
 TRUST_OPTION = "--kernelgate-trust-pt"
 
@@ -28,26 +32,112 @@ class CheckpointError(ValueError):
 
 @dataclass(frozen=True)
 class YoloSpec:
+    """One configuration of the matrix: what model, how it runs, and what part of inference.
+
+    ``model`` is an Ultralytics yaml name (``yolov8n``, ``yolo26n``, ``rtdetr-l``), a path to a
+    custom ``.yaml`` or a ``.pt`` file, or ``package.module:factory`` (any ``nn.Module``; ``shape``
+    then gives one input's shape, default ``(3, imgsz, imgsz)``).
+    """
+
     model: str = "yolov8n"
     precision: str = "fp16"
     batch: int = 1
     imgsz: int = 640
+    mode: str = "eager"
+    stage: str = "inference"
+    channels_last: bool = False
+    fuse: bool = False
+    shape: tuple[int, ...] | None = None
+
+    def __post_init__(self) -> None:
+        for value, allowed, what in (
+            (self.precision, PRECISIONS, "precision"),
+            (self.mode, MODES, "mode"),
+            (self.stage, STAGES, "stage"),
+        ):
+            if value not in allowed:
+                raise ValueError(f"{what} {value!r}: use one of {', '.join(allowed)}")
+        if self.batch < 1 or self.imgsz < 32:
+            raise ValueError(f"batch {self.batch}, imgsz {self.imgsz}: need batch >= 1 and imgsz >= 32")
+
+    @property
+    def name(self) -> str:
+        """The model's short name: the yaml/.pt file stem or the factory's name."""
+        if is_factory(self.model):
+            return self.model.rpartition(":")[2]
+        return Path(self.model).stem if Path(self.model).suffix in (".yaml", ".yml", ".pt") else self.model
 
     @property
     def id(self) -> str:
-        return f"{self.model}-{self.precision}-bs{self.batch}-{self.imgsz}"
+        """Stable benchmark id: ``yolov8n-fp16-bs1-640`` plus one suffix per non-default axis."""
+        size = "x".join(map(str, self.shape)) if self.shape else str(self.imgsz)
+        parts = [self.name, self.precision, f"bs{self.batch}", size]
+        parts += ["cl"] if self.channels_last else []
+        parts += ["fused"] if self.fuse else []
+        parts += [self.mode] if self.mode != "eager" else []
+        parts += [self.stage] if self.stage != "inference" else []
+        return "-".join(parts)
+
+    @property
+    def input_shape(self) -> tuple[int, ...]:
+        return (self.batch, *(self.shape or (3, self.imgsz, self.imgsz)))
+
+    @property
+    def autocast(self) -> str | None:
+        """The autocast dtype name (``float16``/``bfloat16``) of an ``amp-*`` precision, else None."""
+        return {"amp-fp16": "float16", "amp-bf16": "bfloat16"}.get(self.precision)
+
+    @property
+    def dtype(self) -> str:
+        """The dtype of the weights and the input tensor."""
+        return {"fp16": "float16", "bf16": "bfloat16"}.get(self.precision, "float32")
+
+
+def is_factory(model: str) -> bool:
+    """``package.module:factory`` (not a file path)."""
+    return re.fullmatch(r"[A-Za-z_][\w.]*:[A-Za-z_]\w*", model) is not None
 
 
 def build_yolo(spec: YoloSpec, device: str) -> tuple[Any, Layers]:
-    """A detection model from ``<model>.yaml`` in eval mode on ``device``, with seeded random weights."""
-    from kernelgate.attribute import Layers
-
+    """The model of ``spec`` in eval mode on ``device``, at its precision and memory format, with
+    seeded random weights (yaml), the file's weights (.pt, see :func:`load_pt`) or the factory's."""
     model = build_detection_model(spec, device)
-    layers = Layers({f"model.{i}": type(layer).__name__ for i, layer in enumerate(model.model)})
-    return model, layers
+    return model, layers_of(model)
 
 
-def build_detection_model(spec: YoloSpec, device: str) -> Any:
+def _from_factory(text: str) -> Any:
+    import importlib
+
+    import torch
+
+    module_name, _, attr = text.partition(":")
+    try:
+        factory = getattr(importlib.import_module(module_name), attr)
+    except (ImportError, AttributeError) as exc:
+        raise ValueError(
+            f"model {text!r}: cannot import {attr!r} from {module_name!r} ({exc}); give "
+            "'package.module:factory' where factory() returns a torch.nn.Module, importable from the rootdir"
+        ) from exc
+    net = factory()
+    if not isinstance(net, torch.nn.Module):
+        raise ValueError(
+            f"model {text!r}: the factory returned a {type(net).__name__}, not a torch.nn.Module"
+        )
+    return net
+
+
+def _from_yaml(spec: YoloSpec) -> Any:
+    from ultralytics.nn.tasks import DetectionModel, RTDETRDetectionModel
+
+    yaml = spec.model if Path(spec.model).suffix in (".yaml", ".yml") else f"{spec.model}.yaml"
+    cls = RTDETRDetectionModel if spec.name.startswith("rtdetr") else DetectionModel
+    model: Any = cls(yaml, verbose=False)  # type: ignore[no-untyped-call]
+    if model.yaml.get("end2end"):  # YOLO26: the NMS-free one-to-one head, as its trained checkpoints run
+        model.end2end = True
+    return model
+
+
+def build_detection_model(spec: YoloSpec, device: str, *, trust: bool = False) -> Any:
     """:func:`build_yolo` without the layer table (imports neither pandas nor the profiler: cold starts)."""
     import os
 
@@ -55,17 +145,26 @@ def build_detection_model(spec: YoloSpec, device: str) -> Any:
     # needs no network, so say so unless the user decided otherwise.
     os.environ.setdefault("YOLO_OFFLINE", "1")
     import torch
-    from ultralytics.nn.tasks import DetectionModel
 
-    if spec.precision not in PRECISIONS:
-        raise ValueError(f"precision {spec.precision!r}: use one of {PRECISIONS}")
     torch.manual_seed(SEED)
-    model: Any = DetectionModel(f"{spec.model}.yaml", verbose=False).eval()  # type: ignore[no-untyped-call]
+    if spec.model.endswith(".pt"):
+        model: Any = load_pt(Path(spec.model), trust=trust)
+    elif is_factory(spec.model):
+        model = _from_factory(spec.model)
+    else:
+        model = _from_yaml(spec)
+    model = model.eval()
+    if spec.fuse:
+        if not hasattr(model, "fuse"):
+            raise ValueError(
+                f"{spec.id}: fuse needs an Ultralytics model (model.fuse()); {spec.model} has none"
+            )
+        model = model.fuse(verbose=False)
     for param in model.parameters():
         param.requires_grad_(False)
-    model = model.to(device)
-    if spec.precision == "fp16":
-        model = model.half()
+    model = model.to(device, dtype=getattr(torch, spec.dtype))
+    if spec.channels_last:
+        model = model.to(memory_format=torch.channels_last)
     return model
 
 
@@ -74,8 +173,9 @@ def make_input(spec: YoloSpec, device: str) -> Any:
     import torch
 
     gen = torch.Generator().manual_seed(SEED)
-    dtype = torch.float16 if spec.precision == "fp16" else torch.float32
-    image = torch.rand(spec.batch, 3, spec.imgsz, spec.imgsz, generator=gen).to(dtype)
+    image = torch.rand(*spec.input_shape, generator=gen).to(getattr(torch, spec.dtype))
+    if spec.channels_last:
+        image = image.contiguous(memory_format=torch.channels_last)
     return image.pin_memory() if device.startswith("cuda") else image
 
 
@@ -176,21 +276,19 @@ def layers_of(model: Any) -> Layers:
     import torch
 
     from kernelgate.attribute import Layers
+    from kernelgate.groups import groups_of
 
     inner = getattr(model, "model", None)
     if isinstance(inner, torch.nn.Sequential):
-        return Layers({f"model.{i}": type(layer).__name__ for i, layer in enumerate(inner)})
-    return Layers({name: type(child).__name__ for name, child in model.named_children()})
+        types = {f"model.{i}": type(layer).__name__ for i, layer in enumerate(inner)}
+    else:
+        types = {name: type(child).__name__ for name, child in model.named_children()}
+    return Layers(types, groups_of(model))
 
 
 def load_checkpoint(path: Path, spec: YoloSpec, device: str, *, trust: bool) -> tuple[Any, Layers]:
     """The model of ``path`` ready to gate: on ``device``, at ``spec.precision``, no gradients."""
-    if spec.precision not in PRECISIONS:
-        raise ValueError(f"precision {spec.precision!r}: use one of {PRECISIONS}")
-    model = load_pt(path, trust=trust)
-    for param in model.parameters():
-        param.requires_grad_(False)
-    model = model.to(device)
-    if spec.precision == "fp16":
-        model = model.half()
+    from dataclasses import replace
+
+    model = build_detection_model(replace(spec, model=str(path)), device, trust=trust)
     return model, layers_of(model)

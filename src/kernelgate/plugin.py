@@ -95,6 +95,18 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
     add("--kernelgate-iterations", type=int, metavar="N", help="profiled iterations per benchmark")
     add(
+        "--kernelgate-matrix",
+        metavar="SET",
+        help="configuration set of [tool.kernelgate.matrix] to run (default: its gpu/cpu choice), e.g. full",
+    )
+    add(
+        "--kernelgate-only",
+        action="append",
+        default=[],
+        metavar="AXIS=V[,V]",
+        help="run only the configurations with these values, e.g. mode=graph or model=yolov8n,yolo11n",
+    )
+    add(
         "--kernelgate-allow-other-gpu",
         action="store_true",
         help="compare with a baseline recorded on another GPU of the same architecture (refused by default)",
@@ -141,6 +153,8 @@ def _given(config: pytest.Config) -> bool:
         "kernelgate_iterations",
         "kernelgate_redact",
         "kernelgate_history",
+        "kernelgate_matrix",
+        "kernelgate_only",
     )
     return any(config.getoption(n) for n in names)
 
@@ -216,6 +230,8 @@ def pytest_configure(config: pytest.Config) -> None:
         else None,
         trust_pt=bool(config.getoption("kernelgate_trust_pt")),
         allow_other_gpu=bool(config.getoption("kernelgate_allow_other_gpu")),
+        matrix=config.getoption("kernelgate_matrix"),
+        only=tuple(config.getoption("kernelgate_only")),
     )
     if options.append and not options.save:
         raise pytest.UsageError(
@@ -223,7 +239,8 @@ def pytest_configure(config: pytest.Config) -> None:
         )
     _spread_over_gpus(config, options.device)
     arch = detect_arch_key(force_cpu=options.device == "cpu")
-    config.stash[STATE_KEY] = State(config=gate_config, options=options)
+    cases = _cases(config, on_gpu=not arch.startswith("cpu"))
+    config.stash[STATE_KEY] = State(config=gate_config, options=options, arch=arch, cases=cases)
     # pytest-benchmark's own --benchmark-compare/--benchmark-save then use the same folder.
     if getattr(config.option, "benchmark_storage", None) == DEFAULT_STORAGE:
         config.option.benchmark_storage = f"file://{gate_config.baseline_dir / arch}"
@@ -346,6 +363,54 @@ def pytest_testnodedown(node: Any, error: object | None) -> None:
     workers.receive(state, text, worker, error)
     if text is not None or error is not None:
         received.add(worker)
+
+
+def _cases(config: pytest.Config, on_gpu: bool) -> tuple[Any, ...]:
+    """The matrix's configurations for this run: its set for this machine, filtered by --kernelgate-only."""
+    from kernelgate import matrix
+
+    try:
+        table = matrix.load(Path(config.rootpath) / "pyproject.toml")
+        specs = table.cases(config.getoption("kernelgate_matrix"), on_gpu)
+        only = matrix.parse_only(config.getoption("kernelgate_only"))
+    except matrix.MatrixError as exc:
+        raise pytest.UsageError(f"kernelgate: {exc}") from exc
+    chosen = matrix.select(specs, only)
+    if not chosen and only:
+        listed = ", ".join(s.id for s in specs[:8]) + (" ..." if len(specs) > 8 else "")
+        raise pytest.UsageError(
+            f"kernelgate: --kernelgate-only {' '.join(config.getoption('kernelgate_only'))} selects none of "
+            f"the {len(specs)} configurations of this set ({listed})"
+        )
+    return tuple(chosen)
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """Parametrize ``kernelgate_case`` with the matrix: one test per configuration, id = its id."""
+    state = metafunc.config.stash.get(STATE_KEY, None)
+    if state is None or "kernelgate_case" not in metafunc.fixturenames:
+        return
+    from kernelgate.matrix import skip_reason
+
+    gpu = not state.arch.startswith("cpu")
+    params = [
+        pytest.param(spec, id=spec.id, marks=[pytest.mark.skip(reason=why)] if why else [])
+        for spec in state.cases
+        for why in [skip_reason(spec, gpu)]
+    ]
+    metafunc.parametrize("kernelgate_case", params)
+
+
+@pytest.fixture
+def kernelgate_case(request: pytest.FixtureRequest) -> Any:
+    """One configuration of ``[tool.kernelgate.matrix]`` (a :class:`kernelgate.model.YoloSpec`)."""
+    if not hasattr(request, "param"):
+        pytest.fail(
+            "kernelgate_case is parametrized by kernelgate's matrix, which is not enabled in this run: add a "
+            "[tool.kernelgate] table to pyproject.toml or pass --kernelgate.",
+            pytrace=False,
+        )
+    return request.param
 
 
 @pytest.fixture
@@ -480,11 +545,14 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
         return
     if hasattr(config, "workeroutput"):
         return  # a pytest-xdist worker: the controller prints the summary
-    from kernelgate.report import summary_table
+    from kernelgate.report import summary_table, time_split_lines
 
     terminalreporter.section("kernelgate")
+    measured = {e.measurement.benchmark: e.measurement for e in state.measured}
     if state.comparisons:
-        terminalreporter.write(summary_table(state.comparisons))
+        terminalreporter.write(summary_table(state.comparisons, measurements=measured))
+    elif measured:
+        terminalreporter.write(time_split_lines(measured.values()))
     for name in state.missing:
         terminalreporter.write_line(f"no baseline: {name} (record with: pytest benchmarks --kernelgate-save)")
     for name in state.unreliable:

@@ -7,6 +7,7 @@ not cover eager launches). The result is a Chrome trace that Perfetto and Tensor
 
 from __future__ import annotations
 
+import contextlib
 import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -95,8 +96,14 @@ def module_ranges(model: Any) -> Iterator[None]:
             open_ranges.pop()[1].__exit__(None, None, None)
 
 
-def run(step: Callable[[], None], model: Any, *, gpu: bool, schedule: Schedule, trace_path: Path) -> Path:
-    """Run ``step`` under the profiler for ``schedule.steps`` steps; write the trace to ``trace_path``."""
+def run(
+    step: Callable[[], None], model: Any | None, *, gpu: bool, schedule: Schedule, trace_path: Path
+) -> Path:
+    """Run ``step`` under the profiler for ``schedule.steps`` steps; write the trace to ``trace_path``.
+
+    ``model``'s submodules get ``kg/`` ranges; ``None`` where no Python forward runs in the step
+    (a CUDA-graph replay) or hooks would change what runs (a compiled model).
+    """
     from torch.profiler import ProfilerActivity
 
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if gpu else [])
@@ -114,7 +121,8 @@ def run(step: Callable[[], None], model: Any, *, gpu: bool, schedule: Schedule, 
 
     step_error: BaseException | None = None
     try:
-        with warnings.catch_warnings(), module_ranges(model):
+        ranges = module_ranges(model) if model is not None else contextlib.nullcontext()
+        with warnings.catch_warnings(), ranges:
             # torch warns that a one-cycle schedule drops earlier cycles' events: that is what we want.
             warnings.filterwarnings("ignore", message=".*Profiler clears events.*")
             _profile(guarded, activities, schedule, export)

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 from kernelgate.compare import Comparison, Delta
 from kernelgate.config import Scope
+from kernelgate.groups import group_of
 from kernelgate.measure import LayerStat, Measurement
 
 KEPT = frozenset({"", "total", "input", "(unattributed)"})
@@ -70,7 +71,9 @@ class Redactor:
             )
             for k in m.kernels
         )
-        return dataclasses.replace(m, layers=layers, kernels=kernels)
+        # a layer keeps its group (stage names included) under its hashed name
+        groups = {self.layer(lay.name): group_of(lay.name, m.groups) for lay in m.layers}
+        return dataclasses.replace(m, layers=layers, kernels=kernels, groups=groups)
 
     def delta(self, d: Delta) -> Delta:
         name = d.name

@@ -3,17 +3,19 @@
 from __future__ import annotations
 
 import io
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.table import Table
 
+from kernelgate import timesplit
 from kernelgate.compare import Comparison, Delta, Verdict
 from kernelgate.config import Scope
 
 if TYPE_CHECKING:
     from kernelgate.environment import Change
+    from kernelgate.measure import Measurement
 
 KERNEL_NAME_WIDTH = 90
 KERNELS_PER_LAYER = 3
@@ -142,8 +144,19 @@ def environment_lines(changes: Sequence[Change]) -> list[str]:
     ]
 
 
-def summary_table(comparisons: Sequence[Comparison], width: int = 120) -> str:
-    """A short table of what failed, or one line per benchmark when all passed."""
+def time_split_lines(measurements: Iterable[Measurement]) -> str:
+    """Per benchmark, where the time of a forward goes: device busy against host overhead."""
+    lines = [f"{m.benchmark}: {timesplit.sentence(m)}" for m in measurements if m.busy.n]
+    return "".join(f"{line}\n" for line in (["where the time goes (medians):", *lines] if lines else []))
+
+
+def summary_table(
+    comparisons: Sequence[Comparison],
+    width: int = 120,
+    measurements: Mapping[str, Measurement] | None = None,
+) -> str:
+    """A short table of what failed, or one line per benchmark when all passed; with
+    ``measurements`` (by benchmark id), where the time of each compared benchmark goes below it."""
     table = Table(show_lines=False)
     for column, justify in (
         ("benchmark", "left"),
@@ -169,7 +182,9 @@ def summary_table(comparisons: Sequence[Comparison], width: int = 120) -> str:
                 rel(delta.threshold.rel),
                 delta.verdict.value if not comparison.failed or delta in comparison.failures else "pass",
             )
-    return _render(table, width)
+    known = measurements or {}
+    found = [known[c.benchmark] for c in comparisons if c.benchmark in known]
+    return _render(table, width) + time_split_lines(found)
 
 
 def _render(table: Table, width: int) -> str:

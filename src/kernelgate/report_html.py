@@ -20,7 +20,7 @@ from kernelgate import labels, plots
 from kernelgate.compare import Delta, Verdict
 from kernelgate.diff import BenchmarkDiff
 from kernelgate.labels import kernel_label, module_label
-from kernelgate.report_markdown import verdict_line
+from kernelgate.report_markdown import group_summary, verdict_line
 
 CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
 
@@ -70,6 +70,8 @@ def _setup(diffs: Sequence[BenchmarkDiff]) -> tuple[jinja2.Environment, dict[str
         "mod": lambda name, layer: module_label(name.partition(" :: ")[0], layer),
         "rowclass": rowclass,
         "badge": badge,
+        "share": lambda split: f"{100 * split.busy_share:.0f} %",
+        "group_summary": group_summary,
     }
     section = env.get_template(SECTION)
 

@@ -17,6 +17,7 @@ from kernelgate.compare import Delta
 from kernelgate.diff import BenchmarkDiff, LayerDiff
 from kernelgate.hints import Hint
 from kernelgate.report_markdown import verdict_line
+from kernelgate.timesplit import TimeSplit
 
 SCHEMA_VERSION = 1
 
@@ -54,6 +55,20 @@ def _layer(layer: LayerDiff, failures: set[Delta]) -> dict[str, Any]:
     }
 
 
+def _split(split: TimeSplit | None) -> dict[str, Any] | None:
+    """Wall = busy + host (medians, µs), the busy share and what bounds the forward."""
+    if split is None:
+        return None
+    return {
+        "device": split.device,
+        "wall_us": _value(split.wall_us),
+        "busy_us": _value(split.busy_us),
+        "host_us": _value(split.host_us) if split.split else None,
+        "busy_share": round(split.busy_share, 4),
+        "bound": split.label,
+    }
+
+
 def benchmark(diff: BenchmarkDiff) -> dict[str, Any]:
     failures = set(diff.comparison.failures)
     return {
@@ -67,6 +82,16 @@ def benchmark(diff: BenchmarkDiff) -> dict[str, Any]:
             "baseline": _value(diff.base.host_overhead_us),
             "current": _value(diff.current.host_overhead_us),
         },
+        "time_split": {"baseline": _split(diff.base_split), "current": _split(diff.current_split)},
+        "groups": [
+            {
+                "group": g.name,
+                "baseline_us": _value(g.baseline_us),
+                "current_us": _value(g.current_us),
+                "delta_pct": _value(g.delta_pct),
+            }
+            for g in diff.groups
+        ],
         "layers": [_layer(lay, failures) for lay in diff.layers],
         "failing_kernels_outside_failing_layers": [delta(k, True) for k in diff.stray_kernels],
         "hints": _hints(diff.hints),

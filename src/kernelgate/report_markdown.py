@@ -1,9 +1,12 @@
 """GitHub-flavoured Markdown report: for a pull-request comment and ``$GITHUB_STEP_SUMMARY``.
 
-A one-line verdict first; per failing benchmark, a table of what failed with the kernels that
-changed, hints where the data shows one, then collapsed sections (``<details>``) for the kernels,
-the improvements, everything unchanged and the environment. Passing benchmarks share one
-collapsed table. The hidden marker on the first line lets a workflow find and update its comment.
+A one-line verdict first; per failing benchmark, where the time of a forward goes (device busy
+against host overhead, :mod:`kernelgate.timesplit`), a table of what failed with the kernels that
+changed, hints where the data shows one, then collapsed sections (``<details>``) for the time per
+layer group (:mod:`kernelgate.groups`), the kernels, the improvements, everything unchanged and the
+environment. Passing benchmarks share one collapsed section: a table with their totals and
+where their time goes, and one of their layer groups. The hidden marker on the first line lets a
+workflow find and update its comment.
 """
 
 from __future__ import annotations
@@ -14,8 +17,10 @@ from collections.abc import Iterable, Sequence
 
 from kernelgate import labels
 from kernelgate.compare import Delta, Verdict
-from kernelgate.diff import BenchmarkDiff, EnvChange, LayerDiff
+from kernelgate.diff import BenchmarkDiff, EnvChange, GroupDiff, LayerDiff
+from kernelgate.groups import ordered
 from kernelgate.labels import kernel_label, module_label, pct, signed_us, us
+from kernelgate.timesplit import TimeSplit
 
 MARKER = "<!-- kernelgate-report -->"
 COMMENT_LIMIT = 65_000  # GitHub refuses comments over 65,536 characters
@@ -156,6 +161,41 @@ def _kernel_table(layer: LayerDiff, diff: BenchmarkDiff) -> list[str]:
     return rows
 
 
+def split_line(diff: BenchmarkDiff) -> str:
+    """Where the time of a forward goes now, and the baseline's share and bound beside it."""
+    now, before = diff.current_split, diff.base_split
+    if now is None:
+        return ""
+    was = f" (baseline: {_share(before)})" if before is not None else ""
+    return f"Where the time goes: {now.sentence()}{was}."
+
+
+def _share(split: TimeSplit) -> str:
+    """``GPU busy 29 % of 3982.0 µs, launch-bound``."""
+    return f"{split.busy_name} {100 * split.busy_share:.0f} % of {us(split.wall_us)}, {split.label}"
+
+
+def group_summary(groups: Sequence[GroupDiff]) -> str:
+    """``backbone +26.1 %, neck +0.2 %, ...``: each group's change, in the order of the table."""
+    return ", ".join(f"{g.name} {pct(g.delta_pct) if g.delta_pct is not None else _gone(g)}" for g in groups)
+
+
+def _gone(group: GroupDiff) -> str:
+    return "new" if group.baseline_us is None else "gone"
+
+
+def _groups(diff: BenchmarkDiff) -> list[str]:
+    """A collapsed table of the time per layer group; its summary line names every group's change."""
+    if not diff.groups:
+        return []
+    what = "GPU time" if diff.current_split is None or diff.current_split.gpu else "CPU op time"
+    rows = ["| layer group | baseline | current | delta |", "|---|--:|--:|--:|"] + [
+        f"| {plain(g.name)} | {us(g.baseline_us)} | {us(g.current_us)} | {pct(g.delta_pct)} |"
+        for g in diff.groups
+    ]
+    return _details(f"{what} per layer group: {html.escape(group_summary(diff.groups))}", rows)
+
+
 def _environment(diff: BenchmarkDiff) -> list[str]:
     by_key = {e.key: e for e in diff.environment}
     summary = ", ".join(
@@ -189,6 +229,7 @@ def benchmark_section(diff: BenchmarkDiff, compact: bool = False) -> list[str]:
         f"Wall time (median): {us(diff.base.wall.median if diff.base.wall.n else None)} → "
         f"{us(diff.current.wall.median if diff.current.wall.n else None)}.",
         "",
+        *([split_line(diff), ""] if diff.current_split else []),
         *FAIL_HEADER,
     ]
     if diff.total.failing:
@@ -211,6 +252,7 @@ def benchmark_section(diff: BenchmarkDiff, compact: bool = False) -> list[str]:
         pair = [code(p) for p in (diff.traces.baseline, diff.traces.current) if p]
         note = f" {plain(diff.traces.note)}" if diff.traces.note else ""
         lines += [f"Traces (Perfetto, TensorBoard, chrome://tracing): {', '.join(pair) or '—'}.{note}", ""]
+    lines += _groups(diff)
     if not compact:
         for lay in (*diff.failing_layers, *(lay for lay in diff.layers if not lay.failing and lay.hints)):
             n_over = len([k for k in lay.kernels if k.verdict is not Verdict.UNCHANGED])
@@ -232,15 +274,20 @@ def benchmark_section(diff: BenchmarkDiff, compact: bool = False) -> list[str]:
 
 def _passing(diffs: Sequence[BenchmarkDiff]) -> list[str]:
     rows = [
-        "| benchmark | total baseline | total current | delta | layers within threshold |",
-        "|---|--:|--:|--:|--:|",
+        "| benchmark | total baseline | total current | delta | where the time goes "
+        "| layers within threshold |",
+        "|---|--:|--:|--:|---|--:|",
     ]
     for d in diffs:
         t = d.total.delta
+        now = d.current_split
         rows.append(
             f"| {plain(d.benchmark)} | {us(t.baseline_us)} | {us(t.current_us)} | {pct(t.delta_pct)} | "
-            f"{len(d.other_layers) + len(d.improved_layers)} of {len(d.layers)} |"
+            f"{_share(now) if now else labels.DASH} | {len(d.other_layers) + len(d.improved_layers)} of "
+            f"{len(d.layers)} |"
         )
+    groups = _group_rows(diffs)
+    rows += ["", *groups] if groups else []
     changed = {
         f"{plain(e.label)} {plain(e.baseline or '—')} → {plain(e.current or '—')}": None
         for d in diffs
@@ -248,6 +295,27 @@ def _passing(diffs: Sequence[BenchmarkDiff]) -> list[str]:
     }
     lines = [f"⚠️ **Environment changed:** {', '.join(changed)}", ""] if changed else []
     return lines + _details(f"✅ {len(diffs)} benchmark(s) passed", rows)
+
+
+def _group_rows(diffs: Sequence[BenchmarkDiff]) -> list[str]:
+    """One row per benchmark: each group's current time and its change against the baseline."""
+    names = ordered({g.name for d in diffs for g in d.groups})
+    if not names:
+        return []
+    rows = [
+        "Time per layer group, current (change against the baseline):",
+        "",
+        "| benchmark | " + " | ".join(plain(n) for n in names) + " |",
+        "|---|" + "--:|" * len(names),
+    ]
+    for d in diffs:
+        by_name = {g.name: g for g in d.groups}
+        cells = [
+            f"{us(by_name[n].current_us)} ({pct(by_name[n].delta_pct)})" if n in by_name else labels.DASH
+            for n in names
+        ]
+        rows.append(f"| {plain(d.benchmark)} | " + " | ".join(cells) + " |")
+    return rows
 
 
 def body(diffs: Sequence[BenchmarkDiff], compact: bool = False) -> list[str]:

@@ -11,6 +11,7 @@ from kernelgate.config import GateConfig
 if TYPE_CHECKING:
     from kernelgate.baseline import Entry
     from kernelgate.compare import Comparison
+    from kernelgate.model import YoloSpec
 
 
 class MissingBaselineWarning(UserWarning):
@@ -35,6 +36,8 @@ class Options:
     confirm_out: Path | None = None
     trust_pt: bool = False
     allow_other_gpu: bool = False
+    matrix: str | None = None  # --kernelgate-matrix
+    only: tuple[str, ...] = ()  # --kernelgate-only
 
 
 @dataclass
@@ -43,6 +46,8 @@ class State:
 
     config: GateConfig
     options: Options
+    arch: str = ""  # the architecture key of this machine (NVML; no torch)
+    cases: tuple[YoloSpec, ...] = ()  # the matrix's configurations selected for this run
     measured: list[Entry] = field(default_factory=list)
     comparisons: list[Comparison] = field(default_factory=list)
     missing: list[str] = field(default_factory=list)

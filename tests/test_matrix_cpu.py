@@ -1,0 +1,135 @@
+"""Every axis of the matrix that runs on a CPU, end to end on tiny models: record, then compare.
+
+Precisions fp32/bf16/autocast-bf16, batch, channels_last, fused Conv+BN, torch.compile, the
+pipeline stages (letterbox + NMS on ultralytics' bus.jpg), a YOLO26 end-to-end head, a custom yaml
+and a ``module:factory`` model; CUDA-graph mode is skipped with its reason. Thresholds are wide:
+this checks that each configuration runs, is attributed, saved and compared, not CPU timing.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("ultralytics")
+
+PYPROJECT = """
+[tool.kernelgate]
+layer_threshold = "300%"
+kernel_threshold = "300%"
+total_threshold = "300%"
+floor_us = 5000.0
+kernel_floor_us = 5000.0
+confirm = false
+
+[tool.kernelgate.matrix]
+on_cpu = "axes"
+
+[[tool.kernelgate.matrix.axes]]
+models = ["yolov8n"]
+precisions = ["fp32", "bf16", "amp-bf16"]
+imgsz = [64]
+
+[[tool.kernelgate.matrix.axes]]
+models = ["yolo11n"]
+precisions = ["fp32"]
+imgsz = [64]
+batches = [2]
+channels_last = [true]
+fuse = [true]
+
+[[tool.kernelgate.matrix.axes]]
+models = ["yolov8n", "yolo26n"]
+precisions = ["fp32"]
+imgsz = [64]
+stages = ["pipeline"]
+
+[[tool.kernelgate.matrix.axes]]
+models = ["yolov8n"]
+precisions = ["fp32"]
+imgsz = [64]
+modes = ["compile", "graph"]
+
+[[tool.kernelgate.matrix.axes]]
+models = ["custom/yolov8n-custom.yaml", "tinynet:build"]
+precisions = ["fp32"]
+imgsz = [64]
+"""
+
+TINYNET = """
+import torch
+
+
+def build():
+    return torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3), torch.nn.ReLU(), torch.nn.Conv2d(8, 4, 3))
+"""
+
+SUITE = """
+def test_yolo(kernelgate, kernelgate_case):
+    result = kernelgate.run(kernelgate_case)
+    assert result.measurement.total.median > 0
+"""
+
+EXPECTED = {
+    "yolov8n-fp32-bs1-64",
+    "yolov8n-bf16-bs1-64",
+    "yolov8n-amp-bf16-bs1-64",
+    "yolo11n-fp32-bs2-64-cl-fused",
+    "yolov8n-fp32-bs1-64-pipeline",
+    "yolo26n-fp32-bs1-64-pipeline",
+    "yolov8n-fp32-bs1-64-compile",
+    "yolov8n-custom-fp32-bs1-64",
+    "build-fp32-bs1-64",
+}
+
+
+def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
+    return pytester.runpytest_subprocess(
+        "-p", "no:cacheprovider", "--kernelgate-device=cpu", "--benchmark-min-rounds=3",
+        "--kernelgate-iterations=2", "-rs", *args,
+    )  # fmt: skip
+
+
+@pytest.mark.slow
+def test_each_cpu_axis_records_and_compares(pytester: pytest.Pytester) -> None:
+    import ultralytics
+
+    pytester.makepyprojecttoml(PYPROJECT)
+    pytester.makepyfile(test_suite=SUITE, tinynet=TINYNET)
+    custom = Path(pytester.path, "custom")
+    custom.mkdir()
+    yaml = Path(ultralytics.__file__).parent / "cfg" / "models" / "v8" / "yolov8.yaml"
+    shutil.copy(yaml, custom / "yolov8n-custom.yaml")
+
+    record = run(pytester, "--kernelgate-save")
+    record.assert_outcomes(passed=len(EXPECTED), skipped=1)
+    record.stdout.fnmatch_lines(["*yolov8n-fp32-bs1-64-graph: CUDA-graph mode needs a CUDA GPU*"])
+    (path,) = Path(pytester.path, "baselines").glob("cpu-*/0001_kernelgate.json")
+    saved = {
+        b["extra_info"]["kernelgate"]["benchmark"]: b for b in json.loads(path.read_text())["benchmarks"]
+    }
+    assert set(saved) == EXPECTED
+
+    def layers(bench: str) -> dict[str, float]:
+        found = saved[bench]["extra_info"]["kernelgate"]["layers"]
+        return {lay["name"]: lay["time_us"]["median"] for lay in found}
+
+    pipe = layers("yolov8n-fp32-bs1-64-pipeline")
+    assert pipe["preprocess"] > 0 and pipe["postprocess"] > 0 and "model.22" in pipe
+    # YOLO26's one-to-one head needs no NMS: its postprocess is a fraction of YOLOv8's
+    assert layers("yolo26n-fp32-bs1-64-pipeline")["postprocess"] < pipe["postprocess"]
+    assert set(layers("yolov8n-fp32-bs1-64-compile")) == {"input", "compiled"}
+    assert set(layers("build-fp32-bs1-64")) == {"input", "0", "1", "2"}
+    assert "model.22" in layers("yolov8n-custom-fp32-bs1-64")
+    kernels = {k["name"] for k in saved["yolov8n-bf16-bs1-64"]["extra_info"]["kernelgate"]["kernels"]}
+    assert "aten::conv2d" in kernels
+    params = saved["yolo11n-fp32-bs2-64-cl-fused"]["params"]["kernelgate_case"]
+    assert params["channels_last"] is True and params["fuse"] is True and params["batch"] == 2
+
+    again = run(pytester, "--kernelgate-only", "mode=eager", "--kernelgate-only", "stage=pipeline")
+    again.assert_outcomes(passed=2)
+    compared = run(pytester)
+    compared.assert_outcomes(passed=len(EXPECTED), skipped=1)
