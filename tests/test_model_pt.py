@@ -142,3 +142,18 @@ def test_the_fixture_gates_a_pt_file_only_with_the_trust_option(pytester: pytest
     trusted = pytester.runpytest_subprocess(*args, "--kernelgate-save", "--kernelgate-trust-pt")
     trusted.assert_outcomes(passed=1)
     assert list(pytester.path.glob("baselines/cpu-*/0001_kernelgate.json"))
+
+
+def test_a_pt_in_the_matrix_builds_at_its_precision_and_only_when_trusted(tmp_path: Path) -> None:
+    from kernelgate.model import YoloSpec, build_detection_model
+
+    path = tmp_path / "net.pt"
+    torch.save(tiny(), path)  # a whole pickled module: needs trust
+    spec = YoloSpec(str(path), "bf16", channels_last=True, shape=(3, 16, 16))
+    assert spec.id == "net-bf16-bs1-3x16x16-cl"
+    with pytest.raises(CheckpointError, match="--kernelgate-trust-pt"):
+        build_detection_model(spec, "cpu")
+    net = build_detection_model(spec, "cpu", trust=True)
+    assert net[0].weight.dtype == torch.bfloat16 and not net.training
+    assert net[0].weight.is_contiguous(memory_format=torch.channels_last)
+    assert not any(p.requires_grad for p in net.parameters())
