@@ -10,7 +10,6 @@ import argparse
 import dataclasses
 import datetime
 import os
-import sys
 from collections.abc import Generator
 from importlib import metadata
 from pathlib import Path
@@ -33,7 +32,6 @@ REPORT_KEY: pytest.StashKey[Published] = pytest.StashKey()
 # pytest-xdist, controller side: which worker holds which GPU, and the workers whose share arrived
 SLOTS_KEY: pytest.StashKey[Slots] = pytest.StashKey()
 RECEIVED_KEY = pytest.StashKey[set[str]]()
-GPU_KEY = "kernelgate_gpu"  # in a worker's workerinput: the CUDA_VISIBLE_DEVICES entry it runs on
 DEFAULT_STORAGE = "file://./.benchmarks"
 
 
@@ -237,7 +235,12 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError(
             "--kernelgate-append adds a round to a saved baseline: use it with --kernelgate-save"
         )
-    _spread_over_gpus(config, options.device)
+    if options.device != "cpu" and (hasattr(config, "workerinput") or config.getoption("dist", "no") != "no"):
+        from kernelgate import workers  # pytest-xdist: a GPU per worker
+
+        slots = workers.spread_over_gpus(config)
+        if slots is not None:
+            config.stash[SLOTS_KEY] = slots
     arch = detect_arch_key(force_cpu=options.device == "cpu")
     cases = _cases(config, on_gpu=not arch.startswith("cpu"))
     config.stash[STATE_KEY] = State(config=gate_config, options=options, arch=arch, cases=cases)
@@ -273,96 +276,24 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
     return max(1, len(visible_gpus()))
 
 
-def _xdist_workers(config: pytest.Config) -> int:
-    """How many workers pytest-xdist starts in this (controller) process; 0 without xdist."""
-    if config.getoption("dist", "no") == "no":
-        return 0
-    specs = config.getoption("tx", None) or []
-    return sum(int(s.partition("*")[0]) if s.partition("*")[0].isdigit() else 1 for s in specs)
-
-
-def _spread_over_gpus(config: pytest.Config, device: str) -> None:
-    """pytest-xdist: the controller checks that every worker can have a GPU of its own and hands
-    them out (:func:`pytest_configure_node`); a worker pins itself to its GPU before torch sees CUDA."""
-    if device == "cpu":
-        return
-    from kernelgate import pinning
-
-    worker = getattr(config, "workerinput", None)
-    if worker is not None:
-        gpu = worker.get(GPU_KEY)
-        if gpu is not None:
-            _check_cuda_untouched(str(worker.get("workerid")), gpu)
-            pinning.pin(os.environ, gpu)
-        return
-    workers = _xdist_workers(config)
-    if workers == 0:
-        return
-    from kernelgate.environment import visible_gpus
-
-    gpus = visible_gpus()
-    if not gpus:
-        return  # no GPU: the workers run on the CPU, or fail there as --kernelgate-device=cuda says
-    kinds = sorted({g.key for g in gpus})
-    if workers > 1 and len(kinds) > 1:
-        listed = ", ".join(f"{g.entry} {g.key}" for g in gpus)
-        raise pytest.UsageError(
-            f"kernelgate: the visible GPUs are of {len(kinds)} kinds ({listed}); pytest-xdist would run "
-            "each benchmark on either kind at random, against the baseline of that kind. Run on GPUs "
-            "of one kind, e.g. CUDA_VISIBLE_DEVICES="
-            f"{','.join(g.entry for g in gpus if g.key == gpus[0].key)} pytest benchmarks -n auto"
-        )
-    problem = pinning.too_many(workers, [g.entry for g in gpus])
-    if problem:
-        raise pytest.UsageError(problem)
-    config.stash[SLOTS_KEY] = pinning.Slots(tuple(g.entry for g in gpus))
-
-
-def _check_cuda_untouched(worker: str, gpu: str) -> None:
-    """A worker can pin itself only while CUDA is not initialised: CUDA reads the variable once."""
-    torch = sys.modules.get("torch")
-    cuda = getattr(torch, "cuda", None)
-    if cuda is not None and cuda.is_initialized() and os.environ.get("CUDA_VISIBLE_DEVICES") != gpu:
-        raise pytest.UsageError(
-            f"kernelgate: pytest-xdist worker {worker} cannot pin itself to GPU {gpu}: CUDA was "
-            "initialised before kernelgate's pytest_configure (a conftest.py or plugin that uses CUDA "
-            "at import time), with CUDA_VISIBLE_DEVICES="
-            f"{os.environ.get('CUDA_VISIBLE_DEVICES', '(unset)')}. Move that CUDA call into a fixture "
-            "or test, or run without -n."
-        )
-
-
 @pytest.hookimpl(optionalhook=True)
 def pytest_configure_node(node: Any) -> None:
     """pytest-xdist controller, before a worker starts: give it a GPU no live worker holds."""
     slots = node.config.stash.get(SLOTS_KEY, None)
     if slots is not None:
-        from kernelgate.pinning import PinningError
+        from kernelgate import workers
 
-        try:
-            node.workerinput[GPU_KEY] = slots.claim(str(node.workerinput["workerid"]))
-        except PinningError as exc:
-            raise pytest.UsageError(str(exc)) from exc
+        workers.hand_out(slots, node)
 
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_testnodedown(node: Any, error: object | None) -> None:
     """pytest-xdist controller, a worker is done: free its GPU and take what it measured."""
-    config = node.config
-    worker = str(node.workerinput["workerid"])
-    slots = config.stash.get(SLOTS_KEY, None)
-    if slots is not None:
-        slots.release(worker)
-    state = config.stash.get(STATE_KEY, None)
-    received = config.stash.setdefault(RECEIVED_KEY, set())
-    if state is None or worker in received:
-        return
     from kernelgate import workers
 
-    text = (getattr(node, "workeroutput", None) or {}).get(workers.KEY)
-    workers.receive(state, text, worker, error)
-    if text is not None or error is not None:
-        received.add(worker)
+    stash = node.config.stash
+    received = stash.setdefault(RECEIVED_KEY, set())
+    workers.node_down(node, error, stash.get(STATE_KEY, None), stash.get(SLOTS_KEY, None), received)
 
 
 def _cases(config: pytest.Config, on_gpu: bool) -> tuple[Any, ...]:
@@ -484,14 +415,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     if received:
         from kernelgate import workers
 
-        workers.settle(state)
-        slots = session.config.stash.get(SLOTS_KEY, None)
-        where = f": {slots.summary()}" if slots is not None and slots.given else ""
-    if received and state.measured:
-        state.notes.append(
-            f"kernelgate: {len(received)} pytest-xdist workers{where}; the gate timed its rounds itself "
-            "(pytest-benchmark switches its own timing off under xdist)"
-        )
+        workers.settle(state, len(received), session.config.stash.get(SLOTS_KEY, None))
     if state.measured:
         arch = state.measured[0].measurement.arch
         _write(

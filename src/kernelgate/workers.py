@@ -1,11 +1,16 @@
-"""A pytest-xdist run: each worker's measurements and verdicts travel to the controller, which writes.
+"""pytest-xdist: a GPU per worker, and what the workers send the controller, which writes.
 
-A worker writes no results file, baseline or report. At the end of its session it puts what it
-measured and decided into ``config.workeroutput`` (:func:`send`); the controller takes each worker's
-share as the worker goes down (``pytest_testnodedown``: :func:`receive`) and, once all are down, puts
-the lists back in the order of collection (:func:`settle`). The controller then writes the results
-file, the baseline (``--kernelgate-save``) and the report folder, and prints the summary, exactly as
-a run without xdist does; it never imports torch.
+Pinning: the controller checks that every worker can have a GPU of its own (:func:`spread_over_gpus`)
+and hands them out as xdist sets up each worker (:func:`hand_out`, through ``workerinput``); the
+worker pins itself to its GPU in its ``pytest_configure``, before torch initialises CUDA. Which GPU
+goes to which worker is :mod:`kernelgate.pinning` (pure).
+
+Results: a worker writes no results file, baseline or report. At the end of its session it puts
+what it measured and decided into ``config.workeroutput`` (:func:`send`); the controller takes each
+worker's share as the worker goes down (``pytest_testnodedown``: :func:`node_down`) and, once all
+are down, puts the lists back in the order of collection (:func:`settle`). The controller then
+writes the results file, the baseline (``--kernelgate-save``) and the report folder, and prints the
+summary, exactly as a run without xdist does; it never imports torch.
 
 What travels is JSON text (execnet carries only plain types): baseline entries as
 :meth:`kernelgate.baseline.Entry.to_json` (the measurement as a baseline file holds it, rounded to
@@ -16,11 +21,16 @@ decided it, confirm runs included: nothing is recomputed), and the session's lis
 from __future__ import annotations
 
 import json
+import os
 import re
+import sys
 from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import pytest
+
+from kernelgate import pinning
 from kernelgate.baseline import Entry
 from kernelgate.compare import Comparison
 
@@ -28,6 +38,7 @@ if TYPE_CHECKING:
     from kernelgate.session import State
 
 KEY = "kernelgate"  # in config.workeroutput
+GPU_KEY = "kernelgate_gpu"  # in a worker's workerinput: the CUDA_VISIBLE_DEVICES entry it runs on
 SCHEMA_VERSION = 1
 LISTS = ("missing", "unreliable", "skipped", "notes", "errors")
 _WORKER_ID = re.compile(r"\bgw\d+\b")
@@ -82,9 +93,9 @@ def receive(state: State, text: str | None, worker: str, error: object | None = 
         getattr(state, name).extend(data[name])
 
 
-def settle(state: State) -> None:
+def settle(state: State, workers: int = 0, slots: pinning.Slots | None = None) -> None:
     """Put the lists received from the workers in the order pytest collected the tests (a run
-    without xdist has them in that order); ties keep the order of arrival."""
+    without xdist has them in that order; ties keep the order of arrival), and say where they ran."""
     order = {nodeid: i for i, nodeid in enumerate(state.gate_tests)}
     last = len(order)
     node_of = {e.measurement.benchmark: e.fullname for e in state.measured}
@@ -97,3 +108,90 @@ def settle(state: State) -> None:
     state.missing[:] = by_benchmark(state.missing)
     state.unreliable[:] = by_benchmark(state.unreliable)
     state.skipped.sort(key=lambda nodeid: order.get(nodeid, last))
+    if workers and state.measured:
+        where = f": {slots.summary()}" if slots is not None and slots.given else ""
+        state.notes.append(
+            f"kernelgate: {workers} pytest-xdist workers{where}; the gate timed its rounds itself "
+            "(pytest-benchmark switches its own timing off under xdist)"
+        )
+
+
+# --- pinning: a GPU per worker --------------------------------------------------------------------
+
+
+def xdist_workers(config: pytest.Config) -> int:
+    """How many workers pytest-xdist starts from this (controller) process; 0 without xdist."""
+    if config.getoption("dist", "no") == "no":
+        return 0
+    specs = config.getoption("tx", None) or []
+    return sum(int(s.partition("*")[0]) if s.partition("*")[0].isdigit() else 1 for s in specs)
+
+
+def spread_over_gpus(config: pytest.Config) -> pinning.Slots | None:
+    """In a worker: pin it to the GPU the controller gave it. In the controller: check that every
+    worker can have a GPU of its own and return the table to hand them out from (None without GPUs:
+    the workers then run on the CPU, or fail there as ``--kernelgate-device=cuda`` says)."""
+    worker = getattr(config, "workerinput", None)
+    if worker is not None:
+        gpu = worker.get(GPU_KEY)
+        if gpu is not None:
+            check_cuda_untouched(str(worker.get("workerid")), gpu)
+            pinning.pin(os.environ, gpu)
+        return None
+    workers = xdist_workers(config)
+    if workers == 0:
+        return None
+    from kernelgate.environment import visible_gpus
+
+    gpus = visible_gpus()
+    if not gpus:
+        return None
+    kinds = sorted({g.key for g in gpus})
+    if workers > 1 and len(kinds) > 1:
+        listed = ", ".join(f"{g.entry} {g.key}" for g in gpus)
+        raise pytest.UsageError(
+            f"kernelgate: the visible GPUs are of {len(kinds)} kinds ({listed}); pytest-xdist would run "
+            "each benchmark on either kind at random, against the baseline of that kind. Run on GPUs "
+            "of one kind, e.g. CUDA_VISIBLE_DEVICES="
+            f"{','.join(g.entry for g in gpus if g.key == gpus[0].key)} pytest benchmarks -n auto"
+        )
+    problem = pinning.too_many(workers, [g.entry for g in gpus])
+    if problem:
+        raise pytest.UsageError(problem)
+    return pinning.Slots(tuple(g.entry for g in gpus))
+
+
+def check_cuda_untouched(worker: str, gpu: str) -> None:
+    """A worker can pin itself only while CUDA is not initialised: CUDA reads the variable once."""
+    cuda = getattr(sys.modules.get("torch"), "cuda", None)
+    if cuda is not None and cuda.is_initialized() and os.environ.get(pinning.VISIBLE_VAR) != gpu:
+        raise pytest.UsageError(
+            f"kernelgate: pytest-xdist worker {worker} cannot pin itself to GPU {gpu}: CUDA was "
+            "initialised before kernelgate's pytest_configure (a conftest.py or plugin that uses CUDA "
+            f"at import time), with CUDA_VISIBLE_DEVICES={os.environ.get(pinning.VISIBLE_VAR, '(unset)')}. "
+            "Move that CUDA call into a fixture or test, or run without -n."
+        )
+
+
+def hand_out(slots: pinning.Slots, node: Any) -> None:
+    """Controller, before worker ``node`` starts: give it a GPU no live worker holds."""
+    try:
+        node.workerinput[GPU_KEY] = slots.claim(str(node.workerinput["workerid"]))
+    except pinning.PinningError as exc:
+        raise pytest.UsageError(str(exc)) from exc
+
+
+def node_down(
+    node: Any, error: object | None, state: State | None, slots: pinning.Slots | None, received: set[str]
+) -> None:
+    """Controller, worker ``node`` is done: free its GPU and take its share (once: xdist may report
+    a worker down twice)."""
+    worker = str(node.workerinput["workerid"])
+    if slots is not None:
+        slots.release(worker)
+    if state is None or worker in received:
+        return
+    text = (getattr(node, "workeroutput", None) or {}).get(KEY)
+    receive(state, text, worker, error)
+    if text is not None or error is not None:
+        received.add(worker)
