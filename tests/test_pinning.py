@@ -133,3 +133,35 @@ def test_a_pinned_measurement_records_the_users_variable_and_the_gpu_apart(
     assert environment.changes(plain, pinned) == []
     monkeypatch.delenv(pinning.PARENT_VAR)
     assert "env.CUDA_VISIBLE_DEVICES" not in environment.collect(torch, "cpu")
+
+
+def test_each_gpu_gets_a_disjoint_equal_share_of_the_cpus() -> None:
+    cpus = list(range(32))
+    shares = [pinning.cpu_share(cpus, ("2", "3"), gpu) for gpu in ("2", "3")]
+    assert shares == [tuple(range(16)), tuple(range(16, 32))]
+    assert pinning.cpu_share([5, 1, 3], ("0", "1"), "1") == (3,)  # sorted, the remainder unused
+    assert pinning.cpu_share([0], ("0", "1"), "1") == ()  # fewer CPUs than GPUs: no pinning
+
+
+def test_a_worker_takes_its_cpus_and_threads_from_the_controller(monkeypatch: pytest.MonkeyPatch) -> None:
+    import os
+
+    from kernelgate import workers
+
+    class Node:
+        def __init__(self) -> None:
+            self.workerinput: dict[str, object] = {"workerid": "gw1"}
+
+    node = Node()
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(8)))
+    workers.hand_out(Slots(("0", "1")), node)
+    assert node.workerinput[workers.GPU_KEY] == "1"
+    assert node.workerinput[workers.CPUS_KEY] == [4, 5, 6, 7]
+    taken: list[object] = []
+    monkeypatch.setattr(os, "sched_setaffinity", lambda pid, cpus: taken.append(cpus))
+    monkeypatch.delenv(workers.THREADS_VAR, raising=False)
+    workers.share_cpus([4, 5, 6, 7])
+    assert taken == [[4, 5, 6, 7]] and os.environ[workers.THREADS_VAR] == "4"
+    monkeypatch.setenv(workers.THREADS_VAR, "2")  # the user's setting wins
+    workers.share_cpus([4, 5, 6, 7])
+    assert os.environ[workers.THREADS_VAR] == "2"

@@ -39,6 +39,8 @@ if TYPE_CHECKING:
 
 KEY = "kernelgate"  # in config.workeroutput
 GPU_KEY = "kernelgate_gpu"  # in a worker's workerinput: the CUDA_VISIBLE_DEVICES entry it runs on
+CPUS_KEY = "kernelgate_cpus"  # ... and the CPUs it runs on (pinning.cpu_share)
+THREADS_VAR = "OMP_NUM_THREADS"
 SCHEMA_VERSION = 1
 LISTS = ("missing", "unreliable", "skipped", "notes", "errors")
 _WORKER_ID = re.compile(r"\bgw\d+\b")
@@ -137,6 +139,7 @@ def spread_over_gpus(config: pytest.Config) -> pinning.Slots | None:
         if gpu is not None:
             check_cuda_untouched(str(worker.get("workerid")), gpu)
             pinning.pin(os.environ, gpu)
+            share_cpus(worker.get(CPUS_KEY) or [])
         return None
     workers = xdist_workers(config)
     if workers == 0:
@@ -174,11 +177,23 @@ def check_cuda_untouched(worker: str, gpu: str) -> None:
 
 
 def hand_out(slots: pinning.Slots, node: Any) -> None:
-    """Controller, before worker ``node`` starts: give it a GPU no live worker holds."""
+    """Controller, before worker ``node`` starts: give it a GPU no live worker holds, and its share
+    of the CPUs."""
     try:
-        node.workerinput[GPU_KEY] = slots.claim(str(node.workerinput["workerid"]))
+        gpu = slots.claim(str(node.workerinput["workerid"]))
     except pinning.PinningError as exc:
         raise pytest.UsageError(str(exc)) from exc
+    node.workerinput[GPU_KEY] = gpu
+    node.workerinput[CPUS_KEY] = list(pinning.cpu_share(sorted(os.sched_getaffinity(0)), slots.gpus, gpu))
+
+
+def share_cpus(cpus: list[int]) -> None:
+    """Worker, before torch is imported: run on ``cpus`` only, with as many OpenMP threads (unless
+    the user set OMP_NUM_THREADS); its child processes (cold starts, confirm runs) inherit both."""
+    if not cpus:
+        return
+    os.sched_setaffinity(0, cpus)
+    os.environ.setdefault(THREADS_VAR, str(len(cpus)))
 
 
 def node_down(
