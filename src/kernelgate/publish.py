@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 from kernelgate import baseline, diff, report_data, report_html, report_json, report_markdown, trace_store
 from kernelgate.compare import Comparison
+from kernelgate.config import Scope
 from kernelgate.measure import Measurement
 from kernelgate.names import safe_name
 from kernelgate.redact import Redactor
@@ -151,6 +152,8 @@ def session_items(state: State, history_dir: Path | None) -> tuple[list[Item], l
     history, notes = load_history(history_dir, (e.fullname for e in state.measured))
     items = []
     for comparison in state.comparisons:
+        if not comparison.of(Scope.TOTAL):  # a cold start: its phases are in the terminal summary
+            continue
         entry = current.get(comparison.benchmark)
         path = baseline.path_for(state.config.baseline_dir, comparison.arch)
         base = state.baselines.get(path, {}).get(entry.fullname) if entry is not None else None
