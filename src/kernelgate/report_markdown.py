@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import html
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 from kernelgate import labels
 from kernelgate.compare import Delta, Verdict
@@ -331,15 +331,22 @@ def body(diffs: Sequence[BenchmarkDiff], compact: bool = False) -> list[str]:
     return lines
 
 
-def render(diffs: Sequence[BenchmarkDiff], footer: str = "", limit: int = COMMENT_LIMIT) -> str:
-    """The whole report; shortened (no kernel and unchanged tables) where it would exceed ``limit``."""
+SHORTENED = "_Shortened to fit a comment: the full tables are in report.md and report.html._"
+
+
+def fit(lines_for: Callable[[bool], list[str]], footer: str = "", limit: int = COMMENT_LIMIT) -> str:
+    """``lines_for(compact=False)`` as text, or ``lines_for(True)`` with a note where that exceeds
+    ``limit``; cut at ``limit`` as a last resort."""
     for compact in (False, True):
-        lines = [MARKER, *body(diffs, compact)]
-        if compact:
-            lines += ["_Shortened to fit a comment: the full tables are in report.md and report.html._", ""]
+        lines = lines_for(compact) + ([SHORTENED, ""] if compact else [])
         if footer:
             lines += [footer, ""]
         text = "\n".join(lines).rstrip() + "\n"
         if len(text) <= limit:
             return text
     return text[: limit - 80].rsplit("\n", 1)[0] + "\n\n_Cut at GitHub's comment size: see report.md._\n"
+
+
+def render(diffs: Sequence[BenchmarkDiff], footer: str = "", limit: int = COMMENT_LIMIT) -> str:
+    """The whole report; shortened (no kernel and unchanged tables) where it would exceed ``limit``."""
+    return fit(lambda compact: [MARKER, *body(diffs, compact)], footer, limit)

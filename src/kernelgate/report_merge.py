@@ -23,8 +23,6 @@ from kernelgate import diff, report_data, report_html, report_markdown
 from kernelgate.names import safe_name
 from kernelgate.publish import HTML, MARKDOWN, TRACES
 
-SHORTENED = "_Shortened to fit a comment: the full tables are in report.md and report.html._"
-
 
 class MergeError(Exception):
     """The inputs cannot be merged; the message names the files and the fix."""
@@ -138,7 +136,8 @@ def markdown(archs: Sequence[Arch], footer: str = "", limit: int = report_markdo
     """The PR comment: overall verdict, one row per architecture, then a section per architecture;
     shortened (no kernel and unchanged tables) where it would exceed ``limit``."""
     failed = any(a.failed for a in archs)
-    for compact in (False, True):
+
+    def lines_for(compact: bool) -> list[str]:
         lines = [
             report_markdown.MARKER,
             f"### {'❌' if failed else '✅'} kernelgate: {verdict_line(archs)}",
@@ -153,14 +152,9 @@ def markdown(archs: Sequence[Arch], footer: str = "", limit: int = report_markdo
                           "See the run's log.", ""]  # fmt: skip
                 continue
             lines += report_markdown.body(a.diffs, compact)
-        if compact:
-            lines += [SHORTENED, ""]
-        if footer:
-            lines += [footer, ""]
-        text = "\n".join(lines).rstrip() + "\n"
-        if len(text) <= limit:
-            return text
-    return text[: limit - 80].rsplit("\n", 1)[0] + "\n\n_Cut at GitHub's comment size: see report.md._\n"
+        return lines
+
+    return report_markdown.fit(lines_for, footer, limit)
 
 
 def merge(paths: Sequence[Path], out: Path, expect: Sequence[str] = (), footer: str = "") -> Merged:
