@@ -35,6 +35,7 @@ def test_spec_dtype_and_autocast_follow_the_precision() -> None:
         ({"mode": "trt"}, "mode 'trt': use one of eager, graph, compile"),
         ({"stage": "all"}, "stage 'all'"),
         ({"batch": 0}, "batch 0"),
+        ({"mode": "graph", "stage": "pipeline"}, "a CUDA graph cannot capture"),
     ],
 )
 def test_spec_refuses_unknown_values(kwargs: dict[str, object], message: str) -> None:

@@ -73,11 +73,6 @@ def prepare(torch: Any, net: Any, spec: YoloSpec, device: str, host_input: Any) 
     """The runner for ``spec`` (``net`` already built at its precision and memory format)."""
     if spec.mode == "graph" and not device.startswith("cuda"):
         raise ValueError(f"{spec.id}: CUDA-graph mode needs a CUDA GPU (running on {device})")
-    if spec.mode == "graph" and spec.stage != "inference":
-        raise ValueError(
-            f"{spec.id}: the pipeline stage runs NMS with data-dependent shapes, which a CUDA graph "
-            "cannot capture; gate graph mode with stage = inference"
-        )
     autocast = _autocast(torch, spec, device, cache=spec.mode != "graph")
 
     def eager_forward(x: Any) -> Any:

@@ -57,6 +57,11 @@ class YoloSpec:
         ):
             if value not in allowed:
                 raise ValueError(f"{what} {value!r}: use one of {', '.join(allowed)}")
+        if self.mode == "graph" and self.stage == "pipeline":
+            raise ValueError(
+                "mode graph with stage pipeline: NMS has data-dependent shapes, which a CUDA graph cannot "
+                "capture; gate graph mode with stage = inference"
+            )
         if self.batch < 1 or self.imgsz < 32:
             raise ValueError(f"batch {self.batch}, imgsz {self.imgsz}: need batch >= 1 and imgsz >= 32")
 
