@@ -88,8 +88,8 @@ def child(kind: str, out: Path) -> None:
     t0 = time.perf_counter()
     import torch
 
-    from kernelgate.execution import Runner
-    from kernelgate.gate import GPU_SCHEDULE, make_step, measure_module
+    from kernelgate.execution import Runner, eager
+    from kernelgate.gate import GPU_SCHEDULE, measure_module
     from kernelgate.model import YoloSpec, build_yolo, make_input
 
     imported = time.perf_counter() - t0
@@ -102,19 +102,17 @@ def child(kind: str, out: Path) -> None:
         net, layers = build_yolo(spec, "cuda")
         is_target = kind == "trial" and spec.id == TARGET
         injector = Injector(torch, net, [*LAYERS, REAL_MODULE]) if is_target else None
-        step = make_step(torch, net, make_input(spec, "cuda"), "cuda")
+        runner = eager(torch, net, make_input(spec, "cuda"), "cuda")
 
-        def measure(
-            step: Any = step, net: Any = net, layers: Any = layers, name: str = spec.id
-        ) -> Measurement:
+        def measure(runner: Runner = runner, layers: Any = layers, name: str = spec.id) -> Measurement:
             return measure_module(
-                torch, Runner(step, net), layers, bench_id=name, device="cuda", schedule=GPU_SCHEDULE,
+                torch, runner, layers, bench_id=name, device="cuda", schedule=GPU_SCHEDULE,
                 wall_us=[], trace_path=trace_path,
             )  # fmt: skip
 
         with torch.no_grad():
             for _ in range(3):
-                step()
+                runner.step()
             clean = measure()
             variants: dict[str, Any] = {"clean": clean.to_json()}
             seconds = time.perf_counter() - start

@@ -16,14 +16,14 @@ def measured(tmp_path_factory: pytest.TempPathFactory) -> Any:
     import torch
 
     from kernelgate import attribute, measure, profile, trace
-    from kernelgate.gate import make_step
+    from kernelgate.execution import eager
     from kernelgate.model import YoloSpec, build_yolo, make_input
 
     spec = YoloSpec("yolov8n", "fp16", 1, 640)
     net, layers = build_yolo(spec, "cuda")
     host = make_input(spec, "cuda")
 
-    step = make_step(torch, net, host, "cuda")  # the gate's own step: input copy, forward, sync
+    step = eager(torch, net, host, "cuda").step  # the gate's own step: input copy, forward, sync
 
     path = Path(tmp_path_factory.mktemp("trace")) / "yolov8n.json"
     with torch.no_grad():

@@ -20,14 +20,14 @@ def test_real_yolo_profiles_hold_together(tmp_path: Path, precision: str) -> Non
     import torch
 
     from kernelgate import attribute, integrity, measure, profile, trace
-    from kernelgate.gate import make_step
+    from kernelgate.execution import eager
     from kernelgate.model import YoloSpec, build_yolo, make_input
 
     spec = YoloSpec("yolov8n", precision, 1, 640)
     net, layers = build_yolo(spec, "cuda")
     host = make_input(spec, "cuda")
 
-    step = make_step(torch, net, host, "cuda")  # the gate's own step: input copy, forward, sync
+    step = eager(torch, net, host, "cuda").step  # the gate's own step: input copy, forward, sync
 
     schedule = profile.Schedule(1, 2, 20)
     with torch.no_grad():

@@ -24,10 +24,7 @@ def _measure(spec: Any, folder: Path) -> Any:
     net = build_detection_model(spec, "cuda")
     with torch.no_grad():
         runner = execution.prepare(torch, net, spec, "cuda", make_input(spec, "cuda"))
-        layers = layers_of(net)
-        from kernelgate.attribute import Layers
-
-        layers = Layers({**layers.types, **dict(runner.extra_layers)}, layers.groups)
+        layers = layers_of(net).adding(dict(runner.extra_layers))
         m = measure_module(
             torch, runner, layers, bench_id=spec.id, device="cuda", schedule=profile.Schedule(*SCHEDULE),
             wall_us=[], trace_path=folder / f"{spec.id}.json",

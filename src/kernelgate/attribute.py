@@ -74,6 +74,10 @@ class Layers:
     def type_of(self, layer: str) -> str:
         return self.types.get(layer, "")
 
+    def adding(self, types: Mapping[str, str]) -> Layers:
+        """These layers and ``types`` (name -> type: the stages or compiled region a step adds)."""
+        return Layers({**self.types, **types}, self.groups)
+
 
 def _innermost(ranges: list[Range], launches: list[tuple[float, int]]) -> dict[int, str]:
     """For launches (ts, index) on one thread, the innermost range open at ts (properly nested ranges)."""

@@ -130,9 +130,7 @@ class KernelGate:
             slow_down(net, opts.slow_layer, opts.slow_extra_runs)
         with torch.no_grad():
             runner = execution.prepare(torch, net, spec, self.device, make_input(spec, self.device))
-        if runner.extra_layers:
-            layers = Layers({**layers.types, **dict(runner.extra_layers)}, layers.groups)
-        return self._run(runner, layers, spec.id)
+        return self._run(runner, layers.adding(dict(runner.extra_layers)), spec.id)
 
     @_fails_alone
     def checkpoint(
@@ -438,7 +436,9 @@ def measure_module(
         profile.run(runner.reference, runner.net, gpu=gpu, schedule=REFERENCE_SCHEDULE, trace_path=eager_path)
         reference = attribute.attribute(trace.parse(eager_path, gpu=gpu), layers)
         frame, share = graphs.label_replay(frame, reference)
-        extra += [r for r in [graphs.unmatched_reason(share)] if r]
+        unmatched = graphs.unmatched_reason(share)
+        if unmatched:
+            extra.append(unmatched)
     result = measure.build(
         frame,
         benchmark=bench_id,
@@ -453,13 +453,6 @@ def measure_module(
     )
     reasons = integrity.check_profile(parsed, frame, schedule.active, gpu) + integrity.check_record(result)
     return dataclasses.replace(result, unreliable_reasons=tuple(reasons + extra))
-
-
-def make_step(torch: Any, net: Any, host_input: Any, device: str) -> Callable[[], None]:
-    """One inference: copy the input to the device (range ``kg/input``), forward, synchronize."""
-    from kernelgate.execution import eager
-
-    return eager(torch, net, host_input, device).step
 
 
 def shown(path: Path) -> str:

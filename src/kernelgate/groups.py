@@ -93,7 +93,10 @@ def yaml_groups(model: str) -> dict[str, str]:
 
 def model_name(benchmark: str) -> str | None:
     """``yolov8n-fp16-bs1-640-graph`` -> ``yolov8n``: the model of an id as ``YoloSpec.id`` writes it."""
-    found = re.match(r"(.+?)-(?:amp-)?(?:fp16|fp32|bf16)-bs\d+-\d+(?:-|$)", benchmark)
+    from kernelgate.model import PRECISIONS
+
+    precision = "|".join(map(re.escape, PRECISIONS))
+    found = re.match(rf"(.+?)-(?:{precision})-bs\d+-\d+(?:-|$)", benchmark)
     return found.group(1) if found else None
 
 
