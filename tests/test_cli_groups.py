@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -121,3 +122,17 @@ def test_the_frame_keeps_numbers(tmp_path: Path) -> None:
     assert table.loc[0, "backbone"] == pytest.approx(539.969, abs=1e-3)
     assert table.loc[0, "busy %"] == pytest.approx(100 * 1173.863 / 3982.0255, abs=1e-3)
     assert list(table.columns)[:4] == ["benchmark", "arch", "file", "device"]
+
+
+def test_files_in_a_deep_checkout_are_named_relative_to_their_folder(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    deep = tmp_path.joinpath(*["a-rather-long-checkout-folder"] * 8)
+    (deep / "old").mkdir(parents=True)
+    (deep / "new").mkdir()
+    shutil.copy(BASE, deep / "old" / BASE.name)
+    shutil.copy(SLOWED, deep / "new" / BASE.name)
+    assert main(["groups", str(deep / "old" / BASE.name), str(deep / "new" / BASE.name)]) == 0
+    out = capsys.readouterr().out
+    assert f"old/{BASE.name}" in out and f"new/{BASE.name}" in out
+    assert "a-rather-long" not in out

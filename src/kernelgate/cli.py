@@ -276,7 +276,7 @@ def _groups(args: argparse.Namespace) -> int:
     if not measurements:
         print(f"kernelgate: no kernel benchmark in {', '.join(args.results)}", file=sys.stderr)
         return 2
-    table = report_groups.frame(measurements, sources)
+    table = report_groups.frame(measurements, report_groups.short_names(sources))
     render = {"md": report_groups.to_markdown, "csv": report_groups.to_csv, "text": report_groups.to_text}
     sys.stdout.write(render[args.format](table))
     return 0

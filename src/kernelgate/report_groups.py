@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import io
 import math
+import os
 from collections.abc import Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kernelgate import groups, timesplit
@@ -68,6 +70,16 @@ def frame(measurements: Sequence[Measurement], sources: Sequence[str] = ()) -> p
     return table.reindex(columns=[INDEX, ARCH, FILE, "device", *ALWAYS, *extra, *TIMES, SHARE, BOUND])
 
 
+def short_names(paths: Sequence[str]) -> list[str]:
+    """The result files as shown in column ``file``: relative to the folder they share, so that a
+    deep checkout path (``/home/runner/work/...``) does not push the names out of a terminal."""
+    distinct = sorted(set(paths))
+    if len(distinct) < 2:
+        return [Path(p).name for p in paths]
+    common = os.path.commonpath([os.path.abspath(p) for p in distinct])
+    return [os.path.relpath(os.path.abspath(p), common) for p in paths]
+
+
 def _cell(column: str, value: Any) -> str:
     if isinstance(value, float):
         if math.isnan(value):
@@ -112,7 +124,7 @@ def to_text(table: pd.DataFrame, width: int = 200) -> str:
     header, rows, numeric = _shown(table)
     shown = Table()
     for name, number in zip(header, numeric, strict=True):
-        shown.add_column(name, justify="right" if number else "left")
+        shown.add_column(name, justify="right" if number else "left", overflow="fold")
     for row in rows:
         shown.add_row(*row)
     buffer = io.StringIO()
