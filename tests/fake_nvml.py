@@ -42,6 +42,7 @@ class FakeGpu:
     persistence: Any = 1
     mig: Any = 0
     compute_mode: Any = 0
+    cpu_affinity: Any = FAILS  # 64-bit words of the CPUs near the GPU (nvmlDeviceGetCpuAffinity)
 
 
 def fake_pynvml(
@@ -113,4 +114,5 @@ def fake_pynvml(
     m.nvmlDeviceGetPersistenceMode = reading("persistence")
     m.nvmlDeviceGetMigMode = reading("mig", lambda v: [v, v])
     m.nvmlDeviceGetComputeMode = reading("compute_mode")
+    m.nvmlDeviceGetCpuAffinity = reading("cpu_affinity")
     return module

@@ -4,6 +4,7 @@ GPUs, a worker's pin, and how a pinned measurement records its environment (fake
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 import pytest
 from fake_nvml import FakeGpu, fake_pynvml
@@ -136,11 +137,44 @@ def test_a_pinned_measurement_records_the_users_variable_and_the_gpu_apart(
 
 
 def test_each_gpu_gets_a_disjoint_equal_share_of_the_cpus() -> None:
-    cpus = list(range(32))
-    shares = [pinning.cpu_share(cpus, ("2", "3"), gpu) for gpu in ("2", "3")]
-    assert shares == [tuple(range(16)), tuple(range(16, 32))]
-    assert pinning.cpu_share([5, 1, 3], ("0", "1"), "1") == (3,)  # sorted, the remainder unused
-    assert pinning.cpu_share([0], ("0", "1"), "1") == ()  # fewer CPUs than GPUs: no pinning
+    cores = [(c,) for c in range(32)]
+    assert pinning.cpu_shares(cores, ("2", "3")) == {"2": tuple(range(16)), "3": tuple(range(16, 32))}
+    # in the order given, the remainder unused
+    assert pinning.cpu_shares([(5,), (1,), (3,)], ("0", "1")) == {"0": (5,), "1": (1,)}
+    assert pinning.cpu_shares([(0,)], ("0", "1")) == {"0": (), "1": ()}  # fewer cores than GPUs: no pinning
+
+
+def test_hyperthreads_of_one_core_go_to_one_worker() -> None:
+    # 8 cores with 2 hyperthreads each, Linux numbering: CPU n and n + 8 share a core
+    siblings = {cpu: (cpu % 8, cpu % 8 + 8) for cpu in range(16)}
+    cores = pinning.cores(range(16), siblings)
+    assert cores == [(c, c + 8) for c in range(8)]
+    shares = pinning.cpu_shares(cores, ("0", "1"))
+    # a share of CPUs 0-7 and 8-15 would put both workers on every core
+    assert shares == {"0": (0, 1, 2, 3, 8, 9, 10, 11), "1": (4, 5, 6, 7, 12, 13, 14, 15)}
+    # an affinity mask leaving out one hyperthread: the core keeps the other
+    assert pinning.cores([0, 1, 9], siblings) == [(0,), (1, 9)]
+    assert pinning.parse_cpu_list("0-3,8,10-11\n") == (0, 1, 2, 3, 8, 10, 11)
+    assert pinning.cpu_list((0, 1, 2, 3, 8, 10, 11)) == "0-3,8,10-11"
+
+
+def test_each_gpu_takes_the_cores_of_its_numa_node_first() -> None:
+    cores = [(c,) for c in range(8)]
+    # GPU 0 sits on the node of CPUs 4-7, GPU 1 on that of CPUs 0-3 (NVML's CPU affinity)
+    near = {"0": (4, 5, 6, 7), "1": (0, 1, 2, 3)}
+    assert pinning.cpu_shares(cores, ("0", "1"), near) == {"0": (4, 5, 6, 7), "1": (0, 1, 2, 3)}
+    # both on one node: the near cores are split, the rest fills up
+    near = {"0": (0, 1, 2), "1": (0, 1, 2)}
+    assert pinning.cpu_shares(cores, ("0", "1"), near) == {"0": (0, 1, 2, 3), "1": (4, 5, 6, 7)}
+    assert pinning.mask_cpus([0xF0, 0x1]) == (4, 5, 6, 7, 64)
+
+
+def test_visible_gpus_carry_their_near_cpus(monkeypatch: pytest.MonkeyPatch) -> None:
+    gpus = [FakeGpu(uuid="GPU-0", cpu_affinity=[0xFF00]), FakeGpu(uuid="GPU-1")]
+    monkeypatch.setitem(sys.modules, "pynvml", fake_pynvml(*gpus))
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    found = environment.visible_gpus()
+    assert [g.near_cpus for g in found] == [tuple(range(8, 16)), ()]  # unsupported: none known
 
 
 def test_a_worker_takes_its_cpus_and_threads_from_the_controller(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -153,15 +187,45 @@ def test_a_worker_takes_its_cpus_and_threads_from_the_controller(monkeypatch: py
             self.workerinput: dict[str, object] = {"workerid": "gw1"}
 
     node = Node()
-    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(8)))
-    workers.hand_out(Slots(("0", "1")), node)
+    workers.hand_out(Slots(("0", "1"), cpus=pinning.cpu_shares([(c,) for c in range(8)], ("0", "1"))), node)
     assert node.workerinput[workers.GPU_KEY] == "1"
     assert node.workerinput[workers.CPUS_KEY] == [4, 5, 6, 7]
     taken: list[object] = []
     monkeypatch.setattr(os, "sched_setaffinity", lambda pid, cpus: taken.append(cpus))
     monkeypatch.delenv(workers.THREADS_VAR, raising=False)
+    monkeypatch.delenv(pinning.SHARE_VAR, raising=False)
     workers.share_cpus([4, 5, 6, 7])
     assert taken == [[4, 5, 6, 7]] and os.environ[workers.THREADS_VAR] == "4"
+    assert os.environ[pinning.SHARE_VAR] == "4-7"
     monkeypatch.setenv(workers.THREADS_VAR, "2")  # the user's setting wins
     workers.share_cpus([4, 5, 6, 7])
     assert os.environ[workers.THREADS_VAR] == "2"
+
+
+def test_the_host_cores_are_read_from_sysfs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import os
+
+    from kernelgate import workers
+
+    for cpu, siblings in {0: "0,2", 1: "1,3", 2: "0,2", 3: "1,3"}.items():
+        folder = tmp_path / f"cpu{cpu}" / "topology"
+        folder.mkdir(parents=True)
+        (folder / "thread_siblings_list").write_text(siblings + "\n")
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1, 2, 3, 4})
+    assert workers.host_cores(tmp_path) == [(0, 2), (1, 3), (4,)]  # cpu4: no topology, a core alone
+    slots = Slots(("0", "1"), cpus=pinning.cpu_shares(workers.host_cores(tmp_path), ("0", "1")))
+    slots.claim("gw0")
+    slots.claim("gw1")
+    assert slots.summary() == "gw0 on GPU 0 (CPUs 0,2), gw1 on GPU 1 (CPUs 1,3)"
+
+
+def test_a_workers_cpu_share_is_recorded_and_its_thread_count_is_no_change() -> None:
+    plain = {"torch_threads": "32", "env.OMP_NUM_THREADS": "1", "cudnn": "91900"}
+    worker = {"torch_threads": "16", "env.OMP_NUM_THREADS": "16", "cudnn": "91900", "cpu_share": "0-15"}
+    assert environment.changes(plain, worker) == []
+    # without a kernelgate share, the same difference is the machine's and may explain a change
+    worker.pop("cpu_share")
+    assert [c.key for c in environment.changes(plain, worker)] == ["torch_threads", "env.OMP_NUM_THREADS"]
+    # and a share does not hide anything else
+    newer = {**worker, "cudnn": "92000", "cpu_share": "0-15"}
+    assert [str(c) for c in environment.changes(plain, newer)] == ["cudnn 91900 -> 92000"]

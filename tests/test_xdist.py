@@ -198,7 +198,12 @@ def test_each_worker_is_pinned_to_its_own_gpu_and_its_confirm_runs_too(
     saved = pytester.runpytest_subprocess(*args, "--kernelgate-save")
     saved.assert_outcomes(passed=2)
     saved.stdout.fnmatch_lines(
-        ["*created: 2/2 workers*", "*2 pytest-xdist workers: gw0 on GPU 2, gw1 on GPU 0;*"]
+        [
+            "*created: 2/2 workers*",
+            "*2 pytest-xdist workers: gw0 on GPU 2*, gw1 on GPU 0*;*",
+            # longest first, round robin: one test each
+            "*time in tests per worker: gw0 1 tests in *s, gw1 1 tests in *s",
+        ]
     )
     pins = {test: (seen / f"{test}.{worker}").read_text() for test, worker in workers_of(seen).items()}
     assert sorted(pins.values()) == ["0", "2"]

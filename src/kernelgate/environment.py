@@ -13,6 +13,7 @@ import re
 import sys
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from functools import partial
 from importlib import metadata
 from types import ModuleType
 from typing import Any, TypeVar
@@ -20,6 +21,7 @@ from typing import Any, TypeVar
 from kernelgate import pinning
 
 T = TypeVar("T")
+THREADS = "OMP_NUM_THREADS"
 
 
 def slug(text: str) -> str:
@@ -212,6 +214,7 @@ class VisibleGpu:
 
     entry: str
     key: str
+    near_cpus: tuple[int, ...] = ()  # the CPUs NVML names as closest to it (its NUMA node); () unknown
 
 
 def visible_gpus(nvml: Any | None = None) -> tuple[VisibleGpu, ...]:
@@ -232,7 +235,9 @@ def visible_gpus(nvml: Any | None = None) -> tuple[VisibleGpu, ...]:
             name = _text(nvml.nvmlDeviceGetName(handle))
         except Exception:
             break  # a UUID NVML does not know: CUDA stops at it too
-        found.append(VisibleGpu(entry, gpu_arch_key(name, int(major), int(minor))))
+        words = _read(partial(nvml.nvmlDeviceGetCpuAffinity, handle, (os.cpu_count() or 64) // 64 + 1))
+        near = pinning.mask_cpus([int(w) for w in words]) if words is not None else ()
+        found.append(VisibleGpu(entry, gpu_arch_key(name, int(major), int(minor)), near))
     return tuple(found)
 
 
@@ -387,7 +392,7 @@ SPEED_VARIABLES = (
     "CUDA_VISIBLE_DEVICES",
     "CUDA_DEVICE_MAX_CONNECTIONS",
     "NVIDIA_TF32_OVERRIDE",
-    "OMP_NUM_THREADS",
+    THREADS,
     "PYTORCH_CUDA_ALLOC_CONF",
     "PYTORCH_NO_CUDA_MEMORY_CACHING",
     "TORCH_CUDNN_V8_API_DISABLED",
@@ -417,6 +422,8 @@ def collect(torch: ModuleType, device: str) -> dict[str, str]:
         if user is not None:
             env["env.CUDA_VISIBLE_DEVICES"] = user
         env["pinned_gpu"] = gpu
+    if pinning.SHARE_VAR in os.environ:  # a worker's share of the host CPUs, given by kernelgate
+        env["cpu_share"] = os.environ[pinning.SHARE_VAR]
     if device.startswith("cuda"):
         major, minor = torch.cuda.get_device_capability(device)
         env.update(
@@ -528,12 +535,16 @@ def changes(baseline: Mapping[str, str], current: Mapping[str, str]) -> list[Cha
     Keys recorded on only one side are skipped (an older kernelgate did not record them), except
     environment variables, where set versus unset is itself the change.
     """
+    # a pytest-xdist worker runs on its share of the CPUs with as many threads: kernelgate's doing,
+    # recorded as cpu_share, not a change of the machine that could explain a kernel's time
+    shared = "cpu_share" in baseline or "cpu_share" in current
+    own = {"torch_threads", f"env.{THREADS}"} if shared else set()
     found = [
         Change(key, baseline[key], current[key])
         for key in EXPLAINING
-        if key in baseline and key in current and baseline[key] != current[key]
+        if key in baseline and key in current and baseline[key] != current[key] and key not in own
     ]
-    variables = sorted({k for k in (*baseline, *current) if k.startswith("env.")})
+    variables = sorted({k for k in (*baseline, *current) if k.startswith("env.") and k not in own})
     found += [
         Change(k, baseline.get(k), current.get(k)) for k in variables if baseline.get(k) != current.get(k)
     ]

@@ -14,7 +14,7 @@ Pure: no torch, no NVML. The plugin passes in the ``CUDA_VISIBLE_DEVICES`` entri
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, MutableMapping, Sequence
+from collections.abc import Collection, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, field
 
 VISIBLE_VAR = "CUDA_VISIBLE_DEVICES"
@@ -22,6 +22,8 @@ VISIBLE_VAR = "CUDA_VISIBLE_DEVICES"
 # CUDA_VISIBLE_DEVICES the run started with, so a measurement records what the user set.
 PINNED_VAR = "KERNELGATE_PINNED_GPU"
 PARENT_VAR = "KERNELGATE_PARENT_CUDA_VISIBLE_DEVICES"
+# Set in a worker given a share of the host's CPUs (and inherited by its children): that share.
+SHARE_VAR = "KERNELGATE_CPU_SHARE"
 
 _WORKER_ID = re.compile(r"gw(\d+)")
 
@@ -71,6 +73,7 @@ class Slots:
     """The controller's table of which live worker holds which GPU."""
 
     gpus: tuple[str, ...]
+    cpus: dict[str, tuple[int, ...]] = field(default_factory=dict)  # GPU entry -> its worker's CPUs
     holders: dict[str, str] = field(default_factory=dict)  # GPU entry -> live worker id
     given: dict[str, str] = field(default_factory=dict)  # worker id -> GPU entry, every worker so far
 
@@ -98,21 +101,81 @@ class Slots:
             del self.holders[gpu]
 
     def summary(self) -> str:
-        """``gw0 on GPU 2, gw1 on GPU 3``: where each worker ran."""
-        return ", ".join(f"{w} on GPU {g}" for w, g in self.given.items())
+        """``gw0 on GPU 2 (CPUs 0-7), gw1 on GPU 3 (CPUs 8-15)``: where each worker ran."""
+        return ", ".join(self.where(worker) for worker in self.given)
+
+    def where(self, worker_id: str) -> str:
+        gpu = self.given[worker_id]
+        cpus = self.cpus.get(gpu, ())
+        return f"{worker_id} on GPU {gpu}" + (f" (CPUs {cpu_list(cpus)})" if cpus else "")
 
 
-def cpu_share(cpus: Sequence[int], gpus: Sequence[str], gpu: str) -> tuple[int, ...]:
-    """The CPUs of the worker on ``gpu``: an equal, disjoint slice of ``cpus`` per GPU.
+def cpu_list(cpus: Sequence[int]) -> str:
+    """``(0, 1, 2, 3, 8)`` -> ``0-3,8``: the Linux CPU list notation, as taskset and lscpu write it."""
+    runs: list[list[int]] = []
+    for cpu in sorted(cpus):
+        if runs and cpu == runs[-1][-1] + 1:
+            runs[-1].append(cpu)
+        else:
+            runs.append([cpu])
+    return ",".join(f"{r[0]}-{r[-1]}" if len(r) > 1 else str(r[0]) for r in runs)
 
-    A worker launches kernels from one thread, but torch's CPU ops (the model build's stride
-    forward, letterbox, a cold start's child) run on all of its OpenMP threads; two workers with a
-    thread per core each would oversubscribe the host (on the 2-GPU H200 a cold start's model build
-    went from 80 ms to 2.2 s beside another worker). Empty where there are fewer CPUs than GPUs.
+
+def parse_cpu_list(text: str) -> tuple[int, ...]:
+    """A Linux CPU list (``0-3,8,10-11``, as in ``/sys/devices/system/cpu/*/topology``) as numbers."""
+    cpus: list[int] = []
+    for part in text.strip().split(","):
+        if not part:
+            continue
+        first, _, last = part.partition("-")
+        cpus += range(int(first), int(last or first) + 1)
+    return tuple(cpus)
+
+
+def mask_cpus(words: Sequence[int]) -> tuple[int, ...]:
+    """The CPUs of an NVML CPU-affinity mask: 64-bit words, CPU ``i`` is bit ``i % 64`` of word
+    ``i // 64``."""
+    return tuple(64 * i + bit for i, word in enumerate(words) for bit in range(64) if word >> bit & 1)
+
+
+def cores(cpus: Sequence[int], siblings: Mapping[int, Sequence[int]]) -> list[tuple[int, ...]]:
+    """``cpus`` grouped into physical cores: a CPU with its hyperthread ``siblings`` (those of them in
+    ``cpus``), cores in order of their first CPU. A CPU without a known sibling list is a core alone."""
+    allowed = set(cpus)
+    found: dict[tuple[int, ...], None] = {}
+    for cpu in sorted(allowed):
+        core = tuple(sorted(allowed & {cpu, *siblings.get(cpu, ())}))
+        found.setdefault(core, None)
+    return sorted(found, key=lambda core: core[0])
+
+
+def cpu_shares(
+    host_cores: Sequence[Sequence[int]],
+    gpus: Sequence[str],
+    near: Mapping[str, Collection[int]] | None = None,
+) -> dict[str, tuple[int, ...]]:
+    """The CPUs of the worker on each GPU: an equal number of whole physical cores per GPU, disjoint,
+    each GPU's taken first from the cores NVML names as near it (its NUMA node), then in order.
+
+    A worker launches kernels from one thread, but torch's CPU ops (the model build's stride forward,
+    letterbox, a cold start's child) run on all of its OpenMP threads; two workers with a thread per
+    core each would oversubscribe the host (on the 2-GPU H200 a cold start's model build went from
+    80 ms to 2.2 s beside another worker). Whole cores, so that no two workers share a core through
+    its hyperthreads; near cores, so that a worker's host memory is local to its GPU's PCIe root.
+    Empty shares where there are fewer cores than GPUs (the workers then run unpinned).
     """
-    per = len(cpus) // max(1, len(gpus))
-    index = list(gpus).index(gpu)
-    return tuple(sorted(cpus)[index * per : (index + 1) * per])
+    per = len(host_cores) // max(1, len(gpus))
+    if per == 0:
+        return {gpu: () for gpu in gpus}
+    free = [tuple(core) for core in host_cores]
+    shares: dict[str, tuple[int, ...]] = {}
+    for gpu in gpus:
+        close = set((near or {}).get(gpu, ()))
+        ranked = sorted(free, key=lambda core: not close.issuperset(core))  # stable: near first, in order
+        taken = ranked[:per]
+        free = [core for core in free if core not in taken]
+        shares[gpu] = tuple(sorted(cpu for core in taken for cpu in core))
+    return shares
 
 
 def pin(environ: MutableMapping[str, str], gpu: str) -> None:

@@ -277,6 +277,18 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
 
 
 @pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """pytest-xdist's ``--dist load`` (the default of ``-n``): the longest benchmarks first, one per
+    worker, then a test to each worker as it finishes one (:mod:`kernelgate.schedule`). Other
+    ``--dist`` modes are left to xdist."""
+    if config.stash.get(STATE_KEY, None) is None or config.getoption("dist", "no") != "load":
+        return None
+    from kernelgate.schedule import LongestFirst
+
+    return LongestFirst(config, log)
+
+
+@pytest.hookimpl(optionalhook=True)
 def pytest_configure_node(node: Any) -> None:
     """pytest-xdist controller, before a worker starts: give it a GPU no live worker holds."""
     slots = node.config.stash.get(SLOTS_KEY, None)
@@ -399,6 +411,19 @@ def _write(config: pytest.Config, state: State, path: Path, entries: list[Entry]
     state.notes.extend(notes)
     state.written.append(path)
     return True
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    """pytest-xdist's controller: count each worker's busy time, for the summary (how even the
+    spread over the GPUs was)."""
+    node = getattr(report, "node", None)  # set by xdist on the reports the controller receives
+    if node is None:
+        return
+    state = node.config.stash.get(STATE_KEY, None)
+    if state is not None:
+        worker = str(node.gateway.id)
+        tests, seconds = state.busy.get(worker, (0, 0.0))
+        state.busy[worker] = (tests + (report.when == "call" or report.skipped), seconds + report.duration)
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:

@@ -59,6 +59,8 @@ class State:
     gate_tests: list[str] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
     unreliable: list[str] = field(default_factory=list)
+    # pytest-xdist's controller: per worker, the tests it ran and their seconds (setup, call, teardown)
+    busy: dict[str, tuple[int, float]] = field(default_factory=dict)
     # set by the first benchmark whose CUDA error left the process's CUDA context unusable
     cuda_broken: str | None = None
 

@@ -116,6 +116,9 @@ def settle(state: State, workers: int = 0, slots: pinning.Slots | None = None) -
             f"kernelgate: {workers} pytest-xdist workers{where}; the gate timed its rounds itself "
             "(pytest-benchmark switches its own timing off under xdist)"
         )
+        if state.busy:
+            spread = ", ".join(f"{w} {n} tests in {s:.1f} s" for w, (n, s) in sorted(state.busy.items()))
+            state.notes.append(f"kernelgate: time in tests per worker: {spread}")
 
 
 # --- pinning: a GPU per worker --------------------------------------------------------------------
@@ -161,7 +164,23 @@ def spread_over_gpus(config: pytest.Config) -> pinning.Slots | None:
     problem = pinning.too_many(workers, [g.entry for g in gpus])
     if problem:
         raise pytest.UsageError(problem)
-    return pinning.Slots(tuple(g.entry for g in gpus))
+    entries = tuple(g.entry for g in gpus)
+    near = {g.entry: g.near_cpus for g in gpus}
+    return pinning.Slots(entries, cpus=pinning.cpu_shares(host_cores(), entries, near))
+
+
+def host_cores(root: Path = Path("/sys/devices/system/cpu")) -> list[tuple[int, ...]]:
+    """The physical cores this process may run on, each with its hyperthreads (Linux sysfs; without
+    it every CPU counts as a core of its own)."""
+    siblings: dict[int, tuple[int, ...]] = {}
+    cpus = sorted(os.sched_getaffinity(0))
+    for cpu in cpus:
+        try:
+            text = (root / f"cpu{cpu}" / "topology" / "thread_siblings_list").read_text()
+        except OSError:
+            continue
+        siblings[cpu] = pinning.parse_cpu_list(text)
+    return pinning.cores(cpus, siblings)
 
 
 def check_cuda_untouched(worker: str, gpu: str) -> None:
@@ -184,7 +203,7 @@ def hand_out(slots: pinning.Slots, node: Any) -> None:
     except pinning.PinningError as exc:
         raise pytest.UsageError(str(exc)) from exc
     node.workerinput[GPU_KEY] = gpu
-    node.workerinput[CPUS_KEY] = list(pinning.cpu_share(sorted(os.sched_getaffinity(0)), slots.gpus, gpu))
+    node.workerinput[CPUS_KEY] = list(slots.cpus.get(gpu, ()))
 
 
 def share_cpus(cpus: list[int]) -> None:
@@ -194,6 +213,7 @@ def share_cpus(cpus: list[int]) -> None:
         return
     os.sched_setaffinity(0, cpus)
     os.environ.setdefault(THREADS_VAR, str(len(cpus)))
+    os.environ[pinning.SHARE_VAR] = pinning.cpu_list(cpus)
 
 
 def node_down(
