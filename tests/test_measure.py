@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import json
+import statistics
 from dataclasses import replace
 from typing import Any
 
 import pytest
 from factories import launched, module_range, step
+from hypothesis import given
+from hypothesis import strategies as st
 
 from kernelgate import attribute, trace
 from kernelgate.attribute import Layers
@@ -218,3 +221,16 @@ def test_combined_rounds_keep_the_groups(measured: Measurement) -> None:
     first = replace(measured, groups={"model.0": "backbone"})
     second = replace(measured, groups={"model.0": "head", "model.10": "neck"})
     assert combine([first, second]).groups == {"model.0": "backbone", "model.10": "neck"}
+
+
+@given(
+    st.lists(st.floats(min_value=0, max_value=1e6, allow_nan=False), min_size=1, max_size=80),
+    st.sampled_from([0.01, 0.10, 0.25, 0.5, 0.90, 0.99]),
+)
+def test_a_percentile_is_the_one_statistics_quantiles_gives(samples: list[float], q: float) -> None:
+    expected = (
+        statistics.quantiles(samples, n=100, method="inclusive")[round(q * 100) - 1]
+        if len(samples) > 1
+        else samples[0]
+    )
+    assert Dist(tuple(samples)).quantile(q) == expected

@@ -8,6 +8,7 @@ from __future__ import annotations
 import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -50,15 +51,23 @@ class Dist:
         sizes = tuple(size for d in dists for size in (d.rounds or (d.n,)))
         return Dist(tuple(s for d in dists for s in d.samples), sizes if len(sizes) > 1 else ())
 
+    @cached_property
+    def _sorted(self) -> tuple[float, ...]:
+        return tuple(sorted(self.samples))
+
     @property
     def median(self) -> float:
-        return statistics.median(self.samples) if self.samples else 0.0
+        return statistics.median(self._sorted) if self.samples else 0.0
 
     def quantile(self, q: float) -> float:
-        if len(self.samples) < 2:
+        """The q-th percentile (q in hundredths), as ``statistics.quantiles(samples, n=100,
+        method="inclusive")[round(100 q) - 1]`` computes it, the same arithmetic for one cut point
+        instead of 99 (a report computes it for every layer and kernel of every benchmark)."""
+        data = self._sorted
+        if len(data) < 2:
             return self.median
-        cuts = statistics.quantiles(self.samples, n=100, method="inclusive")
-        return cuts[round(q * 100) - 1]
+        j, delta = divmod(round(q * 100) * (len(data) - 1), 100)
+        return (data[j] * (100 - delta) + data[j + 1] * delta) / 100
 
     def to_json(self) -> dict[str, Any]:
         return {

@@ -31,7 +31,9 @@ HISTORY_PANELS = 6
 
 def _svg(fig: Any) -> str:
     buffer = io.StringIO()
-    fig.savefig(buffer, format="svg", bbox_inches="tight", metadata={"Date": None})
+    # the figures are laid out by matplotlib's constrained layout: no second "tight" pass (half
+    # of the time of a report's plots)
+    fig.savefig(buffer, format="svg", metadata={"Date": None})
     text = buffer.getvalue()
     return text[text.index("<svg") :]
 
