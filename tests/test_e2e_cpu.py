@@ -1,8 +1,10 @@
 """End to end on the CPU with a tiny YOLO: no baseline -> record -> pass -> slowed layer fails.
 
 Each step is a fresh pytest process, as in CI. CPU op times on a shared machine are noisy, so the
-thresholds here are wide (100 %, 300 µs floor) and the deliberate slowdown is large (model.2 run
-9 times instead of once); the pass step must still pass and the slowed step must name model.2.
+thresholds here are wide (100 %, 300 µs floor for layers and for kernels: on the 2-core CI machine
+an 8.8 µs ``aten::chunk`` once measured 18.5 µs in two fresh processes in a row) and the
+deliberate slowdown is large (model.2 run 9 times instead of once); the pass steps must still pass
+and the slowed step must name model.2.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ layer_threshold = "100%"
 kernel_threshold = "100%"
 total_threshold = "100%"
 floor_us = 300.0
+kernel_floor_us = 300.0
 """
 
 SUITE = """
