@@ -26,6 +26,8 @@ from typing import Any
 
 from xdist.scheduler import LoadScheduling  # type: ignore[import-untyped]
 
+from kernelgate.groups import model_name
+
 COLDSTART_S = 14.0  # benchmarks/test_coldstart.py, one scenario: a priming and three timed processes
 COMPILE_S = 9.0  # a torch.compile configuration (32 s for the first of a process, 8-11 s after)
 CONFIGURATION_S = 2.0  # an eager, graph or pipeline configuration of a nano model (1.2-4.9 s)
@@ -34,20 +36,20 @@ LARGE = 3.0  # rtdetr-l, and the s/m/l/x sizes: about 3x the kernels of a nano m
 QUEUE = 2  # an xdist worker runs a test once it knows the next one (or that none follows)
 
 _PARAMS = re.compile(r"\[(?P<id>[^\]]*)\]$")
-_LARGE_MODEL = re.compile(r"^(rtdetr-|yolo(v\d+|\d+)[smlx]\b)")
+_LARGE_MODEL = re.compile(r"rtdetr-.*|yolo(v\d+|\d+)[smlx]")
 
 
 def expected_seconds(nodeid: str) -> float:
     """How long the test ``nodeid`` is expected to run, from its name and its configuration id."""
     match = _PARAMS.search(nodeid)
     case = match["id"] if match else ""
-    tokens = case.split("-")
     if "coldstart" in nodeid.split("::")[-1]:
         return COLDSTART_S
-    if not match or not re.search(r"-bs\d+-\d+", case):
+    model = model_name(case)  # None: no configuration id of the matrix
+    if model is None:
         return OTHER_S
-    seconds = COMPILE_S if "compile" in tokens else CONFIGURATION_S
-    return seconds * (LARGE if _LARGE_MODEL.match(case) else 1.0)
+    seconds = COMPILE_S if "compile" in case.split("-") else CONFIGURATION_S
+    return seconds * (LARGE if _LARGE_MODEL.fullmatch(model) else 1.0)
 
 
 def longest_first(collection: Sequence[str]) -> list[int]:
