@@ -110,6 +110,24 @@ def seen(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> Path:
     return folder
 
 
+def fake_gpus(
+    pytester: pytest.Pytester,
+    monkeypatch: pytest.MonkeyPatch,
+    kinds: str,
+    visible: str | None,
+    extra: str = "",
+) -> None:
+    """Fake GPUs ``kinds`` (``h200,a100``) behind a fake pynvml in every process of the run, with
+    CUDA_VISIBLE_DEVICES ``visible`` (None: unset); ``extra`` is added to the conftest."""
+    pytester.makepyfile(fake_nvml=(Path(__file__).parent / "fake_nvml.py").read_text())
+    pytester.makeconftest(FAKE_NVML_CONFTEST + extra)
+    monkeypatch.setenv("FAKE_GPUS", kinds)
+    if visible is None:
+        monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    else:
+        monkeypatch.setenv("CUDA_VISIBLE_DEVICES", visible)
+
+
 def workers_of(folder: Path) -> dict[str, str]:
     """test name -> the worker that ran it (the last run's)."""
     return {p.name.rsplit(".", 1)[0]: p.name.rsplit(".", 1)[1] for p in folder.glob("test_tiny*.gw*")}
@@ -190,10 +208,7 @@ def test_each_worker_is_pinned_to_its_own_gpu_and_its_confirm_runs_too(
     pytester: pytest.Pytester, seen: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Three fake H200s, CUDA_VISIBLE_DEVICES=2,0: -n auto starts two workers, on GPU 2 and GPU 0."""
-    pytester.makepyfile(fake_nvml=(Path(__file__).parent / "fake_nvml.py").read_text())
-    pytester.makeconftest(FAKE_NVML_CONFTEST)
-    monkeypatch.setenv("FAKE_GPUS", "h200,h200,h200")
-    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "2,0")
+    fake_gpus(pytester, monkeypatch, "h200,h200,h200", "2,0")
     args = ("-p", "no:cacheprovider", "--kernelgate", "-n", "auto")  # device auto: torch sees no GPU here
     saved = pytester.runpytest_subprocess(*args, "--kernelgate-save")
     saved.assert_outcomes(passed=2)
@@ -222,10 +237,7 @@ def test_each_worker_is_pinned_to_its_own_gpu_and_its_confirm_runs_too(
 def test_more_workers_than_gpus_is_a_usage_error(
     pytester: pytest.Pytester, seen: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    pytester.makepyfile(fake_nvml=(Path(__file__).parent / "fake_nvml.py").read_text())
-    pytester.makeconftest(FAKE_NVML_CONFTEST)
-    monkeypatch.setenv("FAKE_GPUS", "h200,h200,h200")
-    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "1,2")
+    fake_gpus(pytester, monkeypatch, "h200,h200,h200", "1,2")
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--kernelgate", "-n", "3")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(
@@ -248,16 +260,16 @@ def test_a_worker_that_cannot_pin_itself_fails_the_run_saying_why(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A conftest.py that initialised CUDA at import time (a stand-in torch here) leaves no way to pin."""
-    pytester.makepyfile(fake_nvml=(Path(__file__).parent / "fake_nvml.py").read_text())
-    pytester.makeconftest(
-        FAKE_NVML_CONFTEST
-        + "\nimport types\nif os.environ.get('PYTEST_XDIST_WORKER'):\n"
-        + "    cuda = types.SimpleNamespace(is_initialized=lambda: True)\n"
-        + "    sys.modules['torch'] = types.SimpleNamespace(cuda=cuda)\n"
+    fake_gpus(
+        pytester,
+        monkeypatch,
+        "h200,h200",
+        None,
+        "\nimport types\nif os.environ.get('PYTEST_XDIST_WORKER'):\n"
+        "    cuda = types.SimpleNamespace(is_initialized=lambda: True)\n"
+        "    sys.modules['torch'] = types.SimpleNamespace(cuda=cuda)\n",
     )
     pytester.makepyfile(test_plain="def test_plain():\n    pass\n")
-    monkeypatch.setenv("FAKE_GPUS", "h200,h200")
-    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
     result = pytester.runpytest_subprocess(
         "-p", "no:cacheprovider", "--kernelgate", "-n", "2", "--max-worker-restart=0"
     )
@@ -311,11 +323,8 @@ def test_auto_on_the_cpu_is_one_worker_and_leaves_other_runs_to_xdist(
 
 
 def test_auto_reaches_pytest_xdist(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
-    pytester.makepyfile(fake_nvml=(Path(__file__).parent / "fake_nvml.py").read_text())
-    pytester.makeconftest(FAKE_NVML_CONFTEST)
+    fake_gpus(pytester, monkeypatch, "h200,h200,h200", None)
     pytester.makepyfile(test_plain="def test_plain():\n    pass\n")
-    monkeypatch.setenv("FAKE_GPUS", "h200,h200,h200")
-    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
     monkeypatch.delenv("PYTEST_XDIST_AUTO_NUM_WORKERS", raising=False)
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--kernelgate", "-n", "auto")
     result.stdout.fnmatch_lines(["*created: 3/3 workers*", "*1 passed*"])
