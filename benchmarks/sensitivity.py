@@ -26,9 +26,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kernelgate.compare import Comparison, compare, confirmed
 from kernelgate.config import GateConfig, Scope
-from kernelgate.measure import Measurement, combine
+from kernelgate.measure.results import Measurement, combine
+from kernelgate.verdict.compare import Comparison, compare, confirmed
 
 CONFIGS = [("yolov8n", "fp16"), ("yolov8n", "fp32"), ("yolo11n", "fp16"), ("yolo11n", "fp32")]
 TARGET = "yolov8n-fp16-bs1-640"
@@ -88,9 +88,9 @@ def child(kind: str, out: Path) -> None:
     t0 = time.perf_counter()
     import torch
 
-    from kernelgate.execution import Runner, eager
-    from kernelgate.gate import GPU_SCHEDULE, measure_module
-    from kernelgate.model import YoloSpec, build_yolo, make_input
+    from kernelgate.measure.execution import Runner, eager
+    from kernelgate.models.yolo import YoloSpec, build_yolo, make_input
+    from kernelgate.plugin.fixture import GPU_SCHEDULE, measure_module
 
     imported = time.perf_counter() - t0
     rate = cycles_per_us(torch)

@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from kernelgate.baseline import Entry
-from kernelgate.measure import Dist, KernelStat, LayerStat, Measurement
+from kernelgate.baseline.store import Entry
+from kernelgate.measure.results import Dist, KernelStat, LayerStat, Measurement
 
 N = 5
 BENCHMARK = "yolov8n-fp16-bs1-640"

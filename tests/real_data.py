@@ -3,7 +3,7 @@
 Baseline: the committed H200 baseline's entry; current: the same benchmark measured in another
 process with ``--kernelgate-slow-layer model.2`` (2026-11-21, torch 2.11.0+cu130, cuDNN 9.19.0,
 driver 580.159.04, ultralytics 8.4.190). The records predate layer groups; the reports are fed
-them with yolov8n's groups as :func:`kernelgate.groups.groups_of` gives them (``YOLOV8N_GROUPS``).
+them with yolov8n's groups as :func:`kernelgate.models.groups.groups_of` gives them (``YOLOV8N_GROUPS``).
 """
 
 from __future__ import annotations
@@ -12,11 +12,13 @@ import dataclasses
 import os
 from pathlib import Path
 
-from kernelgate import baseline, diff, publish
-from kernelgate.compare import compare
+from kernelgate.baseline import store as baseline
 from kernelgate.config import GateConfig
-from kernelgate.groups import yolo_groups
-from kernelgate.measure import Measurement
+from kernelgate.measure.results import Measurement
+from kernelgate.models.groups import yolo_groups
+from kernelgate.report import publish
+from kernelgate.verdict import diff
+from kernelgate.verdict.compare import compare
 
 DATA = Path(__file__).parent / "data"
 GOLDEN = DATA / "golden"

@@ -11,7 +11,7 @@ import pytest
 
 SUITE = """
 import torch
-from kernelgate.attribute import Layers
+from kernelgate.measure.attribute import Layers
 
 LAYERS = Layers({"0": "Conv2d", "1": "Conv2d"})
 

@@ -9,8 +9,8 @@ import pandas as pd
 import pytest
 from factories import gpu, launched, module_range, step
 
-from kernelgate import attribute, trace
-from kernelgate.attribute import UNATTRIBUTED, Layers
+from kernelgate.measure import attribute, trace
+from kernelgate.measure.attribute import UNATTRIBUTED, Layers
 
 REAL_TRACE = Path(__file__).parent / "data" / "yolov8n-fp16-h200-2steps.trace.json.gz"
 YOLO_LAYERS = Layers({f"model.{i}": "" for i in range(23)})

@@ -14,8 +14,8 @@ import pytest
 from factories import ARCH, entry, measurement
 from pytest_benchmark.storage.file import FileStorage
 
-from kernelgate import baseline
-from kernelgate.baseline import FILE_NAME, RECORD_CMD, BaselineError, Entry
+from kernelgate.baseline import store as baseline
+from kernelgate.baseline.store import FILE_NAME, RECORD_CMD, BaselineError, Entry
 
 REPO = Path(__file__).resolve().parents[1]
 FULLNAME = "benchmarks/test_yolo.py::test_yolo[{}]"

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from factories import ARCH
 
-from kernelgate.baseline import FILE_NAME
+from kernelgate.baseline.store import FILE_NAME
 
 TESTS = Path(__file__).parent
 
@@ -25,7 +25,7 @@ import contextlib, sys, time
 from pathlib import Path
 sys.path.insert(0, {tests!r})
 from factories import entry, measurement
-from kernelgate import baseline
+from kernelgate.baseline import store as baseline
 
 path, go, writer, saves, delay, lock = Path(sys.argv[1]), Path(sys.argv[2]), *map(float, sys.argv[3:])
 if not lock:

@@ -13,9 +13,9 @@ import filelock
 import pytest
 from factories import ARCH, entry, measurement
 
-from kernelgate import baseline
-from kernelgate.baseline import FILE_NAME, RECORD_CMD, BaselineError, Entry
-from kernelgate.measure import Measurement
+from kernelgate.baseline import store as baseline
+from kernelgate.baseline.store import FILE_NAME, RECORD_CMD, BaselineError, Entry
+from kernelgate.measure.results import Measurement
 
 V8 = "benchmarks/test_yolo.py::test_yolo[yolov8n-fp16-bs1-640]"
 V11 = "benchmarks/test_yolo.py::test_yolo[yolo11n-fp16-bs1-640]"

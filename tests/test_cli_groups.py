@@ -11,9 +11,11 @@ import pytest
 from factories import bench_fields, dist, measurement
 from real_data import BASE, SLOWED, YOLOV8N_GROUPS, entry
 
-from kernelgate import baseline, coldgate, report_groups
-from kernelgate.baseline import Entry
+from kernelgate.baseline import store as baseline
+from kernelgate.baseline.store import Entry
 from kernelgate.cli import main
+from kernelgate.coldstart import gate as coldgate
+from kernelgate.report import groups as report_groups
 
 ROOT = Path(__file__).parent.parent
 

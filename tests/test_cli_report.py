@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from real_data import BASE, SLOWED
 
+from kernelgate.baseline.names import safe_name
 from kernelgate.cli import main
-from kernelgate.names import safe_name
 
 
 def test_report_of_the_real_regression(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

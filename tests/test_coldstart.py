@@ -12,8 +12,10 @@ from typing import Any
 import pytest
 from factories import bench_fields
 
-from kernelgate import baseline, cli, coldgate
-from kernelgate.coldstart import (
+from kernelgate import cli
+from kernelgate.baseline import store as baseline
+from kernelgate.coldstart import gate as coldgate
+from kernelgate.coldstart.phases import (
     MARK,
     SCENARIOS,
     ChildSpec,
@@ -24,8 +26,8 @@ from kernelgate.coldstart import (
     measure,
     steady_index,
 )
-from kernelgate.compare import Verdict
 from kernelgate.config import GateConfig, Rule, Scope
+from kernelgate.verdict.compare import Verdict
 
 # A stand-in child: reports what it was given and leaves FAKE_CACHE_BYTES bytes in its JIT cache folder.
 FAKE_CHILD = f"""
@@ -228,7 +230,7 @@ def test_the_jit_cache_disabled_regression_names_first_inference() -> None:
     comparison = coldgate.compare(base, disabled, GateConfig())
     assert comparison.failed
     assert [d.name for d in comparison.failures] == ["to_steady_state", "first_inference"]
-    from kernelgate.environment import changes
+    from kernelgate.machine.environment import changes
 
     message = coldgate.failure_message(
         comparison,

@@ -8,9 +8,9 @@ from dataclasses import replace
 import pytest
 from factories import ARCH, BENCHMARK, dist, measurement
 
-from kernelgate.compare import Delta, Verdict, compare, fail_set, median_rule
 from kernelgate.config import GateConfig, Rule, Scope, Threshold
-from kernelgate.measure import Measurement
+from kernelgate.measure.results import Measurement
+from kernelgate.verdict.compare import Delta, Verdict, compare, fail_set, median_rule
 
 # The thresholds these cases were written for (explicit, so a change of defaults does not move them).
 TEN_FIVE = GateConfig(

@@ -11,10 +11,11 @@ from pathlib import Path
 import pytest
 from fake_nvml import FakeGpu, fake_pynvml
 
-from kernelgate import cli, doctor, fitness
-from kernelgate.doctor import Facts
-from kernelgate.environment import GpuIdentity, GpuProcess, GpuState
-from kernelgate.fitness import Finding, Level, diagnose, exit_code
+from kernelgate import cli
+from kernelgate.machine import doctor, fitness
+from kernelgate.machine.doctor import Facts
+from kernelgate.machine.environment import GpuIdentity, GpuProcess, GpuState
+from kernelgate.machine.fitness import Finding, Level, diagnose, exit_code
 
 H200 = GpuIdentity(
     index=0,

@@ -7,8 +7,8 @@ import sys
 import pytest
 from fake_nvml import FAILS, FakeGpu, fake_pynvml
 
-from kernelgate import environment
-from kernelgate.environment import (
+from kernelgate.machine import environment
+from kernelgate.machine.environment import (
     Change,
     KernelImages,
     architecture_name,

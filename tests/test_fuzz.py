@@ -20,11 +20,11 @@ from factories import ARCH, entry, measurement
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from kernelgate import baseline
-from kernelgate.baseline import FILE_NAME, BaselineError
-from kernelgate.compare import Verdict, compare, median_rule
+from kernelgate.baseline import store as baseline
+from kernelgate.baseline.store import FILE_NAME, BaselineError
 from kernelgate.config import ConfigError, GateConfig, Scope, from_table, parse_floor, parse_fraction
-from kernelgate.measure import Measurement
+from kernelgate.measure.results import Measurement
+from kernelgate.verdict.compare import Verdict, compare, median_rule
 
 FUZZ = settings(
     max_examples=150,

@@ -16,7 +16,7 @@ pytestmark = pytest.mark.filterwarnings("ignore::pytest.PytestAssertRewriteWarni
 
 SUITE = """
 import torch
-from kernelgate.attribute import Layers
+from kernelgate.measure.attribute import Layers
 
 
 def test_tiny(kernelgate):
@@ -28,9 +28,9 @@ def test_tiny(kernelgate):
 # The first KG_DROP_ATTEMPTS profiles lose every event of their first iteration.
 DROP_EVENTS = """
 import dataclasses, os
-import kernelgate.trace
+import kernelgate.measure.trace
 
-_parse = kernelgate.trace.parse
+_parse = kernelgate.measure.trace.parse
 _profiles = []
 
 
@@ -44,18 +44,18 @@ def dropping_parse(path, gpu):
     return dataclasses.replace(parsed, activities=kept)
 
 
-kernelgate.trace.parse = dropping_parse
+kernelgate.measure.trace.parse = dropping_parse
 """
 
 PROFILER_FAILS = """
-import kernelgate.profile
+import kernelgate.measure.profile
 
 
 def failing_profile(*args, **kwargs):
     raise RuntimeError("CUPTI_ERROR_INSUFFICIENT_PRIVILEGES (simulated)")
 
 
-kernelgate.profile._profile = failing_profile
+kernelgate.measure.profile._profile = failing_profile
 """
 
 ARGS = ("-p", "no:cacheprovider", "--kernelgate", "--kernelgate-device=cpu", "--kernelgate-iterations=3")
@@ -231,7 +231,7 @@ def test_a_baseline_entry_that_is_unreliable_or_does_not_add_up_is_not_a_yardsti
 
     from factories import entry, measurement
 
-    from kernelgate.gate import _check_baseline_entry
+    from kernelgate.plugin.fixture import _check_baseline_entry
 
     good = measurement(
         {"model.0": 60.0, "model.1": 40.0}, {"model.0.conv :: k": 60.0, "model.1.cv :: k": 40.0}

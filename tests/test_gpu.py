@@ -15,9 +15,10 @@ def measured(tmp_path_factory: pytest.TempPathFactory) -> Any:
     pytest.importorskip("ultralytics")
     import torch
 
-    from kernelgate import attribute, measure, profile, trace
-    from kernelgate.execution import eager
-    from kernelgate.model import YoloSpec, build_yolo, make_input
+    from kernelgate.measure import attribute, profile, trace
+    from kernelgate.measure import results as measure
+    from kernelgate.measure.execution import eager
+    from kernelgate.models.yolo import YoloSpec, build_yolo, make_input
 
     spec = YoloSpec("yolov8n", "fp16", 1, 640)
     net, layers = build_yolo(spec, "cuda")
@@ -39,7 +40,7 @@ def measured(tmp_path_factory: pytest.TempPathFactory) -> Any:
 
 
 def test_every_kernel_is_linked_and_attributed(measured: Any) -> None:
-    from kernelgate.attribute import UNATTRIBUTED
+    from kernelgate.measure.attribute import UNATTRIBUTED
 
     parsed, (frame, _) = measured
     assert parsed.unlinked == 0

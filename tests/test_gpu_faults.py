@@ -19,9 +19,10 @@ def test_real_yolo_profiles_hold_together(tmp_path: Path, precision: str) -> Non
     pytest.importorskip("ultralytics")
     import torch
 
-    from kernelgate import attribute, integrity, measure, profile, trace
-    from kernelgate.execution import eager
-    from kernelgate.model import YoloSpec, build_yolo, make_input
+    from kernelgate.measure import attribute, integrity, profile, trace
+    from kernelgate.measure import results as measure
+    from kernelgate.measure.execution import eager
+    from kernelgate.models.yolo import YoloSpec, build_yolo, make_input
 
     spec = YoloSpec("yolov8n", precision, 1, 640)
     net, layers = build_yolo(spec, "cuda")
@@ -45,7 +46,7 @@ def test_real_yolo_profiles_hold_together(tmp_path: Path, precision: str) -> Non
 
 SUITE = """
 import torch
-from kernelgate.attribute import Layers
+from kernelgate.measure.attribute import Layers
 
 LAYERS = Layers({"0": "Conv2d", "1": "Module"})
 

@@ -17,9 +17,9 @@ SCHEDULE = (1, 2, 10)
 def _measure(spec: Any, folder: Path) -> Any:
     import torch
 
-    from kernelgate import execution, profile
-    from kernelgate.gate import measure_module
-    from kernelgate.model import build_detection_model, layers_of, make_input
+    from kernelgate.measure import execution, profile
+    from kernelgate.models.yolo import build_detection_model, layers_of, make_input
+    from kernelgate.plugin.fixture import measure_module
 
     net = build_detection_model(spec, "cuda")
     with torch.no_grad():
@@ -39,8 +39,8 @@ def folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_graph_replay_is_attributed_to_layers_like_eager(folder: Path) -> None:
-    from kernelgate.attribute import UNATTRIBUTED
-    from kernelgate.model import YoloSpec
+    from kernelgate.measure.attribute import UNATTRIBUTED
+    from kernelgate.models.yolo import YoloSpec
 
     eager, _ = _measure(YoloSpec("yolov8n", "fp16"), folder)
     graph, _ = _measure(YoloSpec("yolov8n", "fp16", mode="graph"), folder)
@@ -55,7 +55,7 @@ def test_graph_replay_is_attributed_to_layers_like_eager(folder: Path) -> None:
 
 
 def test_compiled_kernels_have_names_without_inductor_counters(folder: Path) -> None:
-    from kernelgate.model import YoloSpec
+    from kernelgate.models.yolo import YoloSpec
 
     m, _ = _measure(YoloSpec("yolov8n", "fp16", mode="compile"), folder)
     assert m.reliable, m.unreliable_reasons
@@ -66,7 +66,7 @@ def test_compiled_kernels_have_names_without_inductor_counters(folder: Path) -> 
 
 
 def test_pipeline_box_count_is_deterministic(folder: Path) -> None:
-    from kernelgate.model import YoloSpec
+    from kernelgate.models.yolo import YoloSpec
 
     m, runner = _measure(YoloSpec("yolov8n", "fp16", stage="pipeline"), folder)
     assert m.reliable, m.unreliable_reasons

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from kernelgate.attribute import COLUMNS, UNATTRIBUTED
-from kernelgate.graphs import MAX_UNMATCHED, label_replay, unmatched_reason
+from kernelgate.measure.attribute import COLUMNS, UNATTRIBUTED
+from kernelgate.measure.graphs import MAX_UNMATCHED, label_replay, unmatched_reason
 
 
 def _frame(iterations: list[list[tuple[str, str, float]]], kind: str = "kernel") -> pd.DataFrame:

@@ -10,9 +10,12 @@ import torch
 from factories import measurement
 from real_data import BASE, SLOWED, YOLOV8N_GROUPS, entry
 
-from kernelgate import attribute, baseline, groups, model
-from kernelgate.groups import BACKBONE, HEAD, MODEL, NECK, NMS, OTHER, PREPROCESS
-from kernelgate.measure import Dist, LayerStat
+from kernelgate.baseline import store as baseline
+from kernelgate.measure import attribute
+from kernelgate.measure.results import Dist, LayerStat
+from kernelgate.models import groups
+from kernelgate.models import yolo as model
+from kernelgate.models.groups import BACKBONE, HEAD, MODEL, NECK, NMS, OTHER, PREPROCESS
 
 ROOT = Path(__file__).parent.parent
 

@@ -6,8 +6,8 @@ import dataclasses
 
 from factories import dist, kernel, measurement
 
-from kernelgate.hints import HintKind, benchmark_hints, layer_hints
-from kernelgate.measure import Measurement
+from kernelgate.measure.results import Measurement
+from kernelgate.verdict.hints import HintKind, benchmark_hints, layer_hints
 
 CONV = {"grid": "4x25x1", "block": "384x1x1", "registers": 168, "shared_memory": 2048, "occupancy_pct": 62.0}
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from kernelgate import matrix
-from kernelgate.model import YoloSpec
+from kernelgate.models import matrix
+from kernelgate.models.yolo import YoloSpec
 
 
 def test_default_ids_are_unchanged_and_each_axis_adds_one_suffix() -> None:

@@ -12,9 +12,9 @@ from factories import launched, module_range, step
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kernelgate import attribute, trace
-from kernelgate.attribute import Layers
-from kernelgate.measure import Dist, KernelStat, LayerStat, Measurement, build
+from kernelgate.measure import attribute, trace
+from kernelgate.measure.attribute import Layers
+from kernelgate.measure.results import Dist, KernelStat, LayerStat, Measurement, build
 
 LAYERS = Layers({"model.0": "Conv", "model.9": "SPPF", "model.10": "Upsample"})
 CONV = "void implicit_convolve_sgemm<float, 3>(int, float*)"
@@ -216,7 +216,7 @@ def test_groups_of_the_wrong_shape_are_refused(measured: Measurement, bad: objec
 
 
 def test_combined_rounds_keep_the_groups(measured: Measurement) -> None:
-    from kernelgate.measure import combine
+    from kernelgate.measure.results import combine
 
     first = replace(measured, groups={"model.0": "backbone"})
     second = replace(measured, groups={"model.0": "head", "model.10": "neck"})

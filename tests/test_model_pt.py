@@ -10,7 +10,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from kernelgate.model import CheckpointError, layers_of, load_pt  # noqa: E402
+from kernelgate.models.yolo import CheckpointError, layers_of, load_pt  # noqa: E402
 
 
 def tiny() -> Any:
@@ -145,7 +145,7 @@ def test_the_fixture_gates_a_pt_file_only_with_the_trust_option(pytester: pytest
 
 
 def test_a_pt_in_the_matrix_builds_at_its_precision_and_only_when_trusted(tmp_path: Path) -> None:
-    from kernelgate.model import YoloSpec, build_detection_model
+    from kernelgate.models.yolo import YoloSpec, build_detection_model
 
     path = tmp_path / "net.pt"
     torch.save(tiny(), path)  # a whole pickled module: needs trust

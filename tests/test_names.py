@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kernelgate import baseline
-from kernelgate.names import MAX_LENGTH, check_component, is_safe, safe_name
+from kernelgate.baseline import store as baseline
+from kernelgate.baseline.names import MAX_LENGTH, check_component, is_safe, safe_name
 
 
 @pytest.mark.parametrize(

@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 from factories import bench_fields, measurement
 
-from kernelgate import baseline
+from kernelgate.baseline import store as baseline
 from kernelgate.config import GateConfig
-from kernelgate.gate import KernelGate
-from kernelgate.measure import Measurement
-from kernelgate.session import Options, State
+from kernelgate.measure.results import Measurement
+from kernelgate.plugin.fixture import KernelGate
+from kernelgate.plugin.session import Options, State
 
 FULLNAME = "benchmarks/test_yolo.py::test_yolo[yolov8n-fp16-bs1-640]"
 H100_SXM = {"gpu": "NVIDIA H100 80GB HBM3", "power_limit_w": "700.0", "sm_clock_max_mhz": "1980"}
@@ -89,7 +89,7 @@ def test_the_option_reaches_the_session(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(
         """
         def test_option(request):
-            from kernelgate.plugin import STATE_KEY
+            from kernelgate.plugin.hooks import STATE_KEY
             assert request.config.stash[STATE_KEY].options.allow_other_gpu is True
         """
     )

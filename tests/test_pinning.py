@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 from fake_nvml import FakeGpu, fake_pynvml
 
-from kernelgate import environment, pinning
-from kernelgate.environment import VisibleGpu, cuda_visible_entries
-from kernelgate.pinning import PinningError, Slots
+from kernelgate.machine import environment, pinning
+from kernelgate.machine.environment import VisibleGpu, cuda_visible_entries
+from kernelgate.machine.pinning import PinningError, Slots
 
 
 @pytest.mark.parametrize(
@@ -180,7 +180,7 @@ def test_visible_gpus_carry_their_near_cpus(monkeypatch: pytest.MonkeyPatch) -> 
 def test_a_worker_takes_its_cpus_and_threads_from_the_controller(monkeypatch: pytest.MonkeyPatch) -> None:
     import os
 
-    from kernelgate import workers
+    from kernelgate.plugin import workers
 
     class Node:
         def __init__(self) -> None:
@@ -205,7 +205,7 @@ def test_a_worker_takes_its_cpus_and_threads_from_the_controller(monkeypatch: py
 def test_the_host_cores_are_read_from_sysfs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import os
 
-    from kernelgate import workers
+    from kernelgate.plugin import workers
 
     for cpu, siblings in {0: "0,2", 1: "1,3", 2: "0,2", 3: "1,3"}.items():
         folder = tmp_path / f"cpu{cpu}" / "topology"

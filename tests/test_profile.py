@@ -6,8 +6,8 @@ from pathlib import Path
 
 import torch
 
-from kernelgate import attribute, profile, trace
-from kernelgate.profile import pick_name
+from kernelgate.measure import attribute, profile, trace
+from kernelgate.measure.profile import pick_name
 
 
 class Block(torch.nn.Module):

@@ -11,7 +11,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from kernelgate import profile  # noqa: E402
+from kernelgate.measure import profile  # noqa: E402
 
 SCHEDULE = profile.Schedule(wait=0, warmup=1, active=1)
 

@@ -10,8 +10,9 @@ from pathlib import Path
 
 from real_data import DATA, slowed_item
 
-from kernelgate import groups, publish, trace_store
-from kernelgate.redact import Redactor
+from kernelgate.models import groups
+from kernelgate.report import publish, trace_store
+from kernelgate.report.redact import Redactor
 
 TRACE = DATA / "yolov8n-fp16-h200-2steps.trace.json.gz"
 

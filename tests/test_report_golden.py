@@ -12,9 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from kernelgate import baseline, environment, report
-from kernelgate.compare import Comparison, Verdict, compare
+from kernelgate.baseline import store as baseline
 from kernelgate.config import GateConfig, Scope
+from kernelgate.machine import environment
+from kernelgate.report import terminal as report
+from kernelgate.verdict.compare import Comparison, Verdict, compare
 
 DATA = Path(__file__).parent / "data"
 GOLDEN = DATA / "golden"

@@ -14,8 +14,10 @@ import numpy as np
 from PIL import Image
 from real_data import DATA, slowed_diff, slowed_item
 
-from kernelgate import diff, publish, report_html
-from kernelgate.measure import Measurement
+from kernelgate.measure.results import Measurement
+from kernelgate.report import html as report_html
+from kernelgate.report import publish
+from kernelgate.verdict import diff
 
 RED = (0xCF, 0x22, 0x2E)
 

@@ -7,7 +7,7 @@ import json
 
 from real_data import slowed_diff
 
-from kernelgate import report_json
+from kernelgate.report import json as report_json
 
 
 def test_document_of_the_real_regression() -> None:

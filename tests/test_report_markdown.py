@@ -10,9 +10,10 @@ from factories import dist, measurement
 from real_data import BASE as BASE_FILE
 from real_data import GOLDEN, YOLOV8N_GROUPS, check_golden, entry, slowed_diff
 
-from kernelgate import diff, report_markdown
-from kernelgate.compare import Verdict, compare
 from kernelgate.config import GateConfig, Scope
+from kernelgate.report import markdown as report_markdown
+from kernelgate.verdict import diff
+from kernelgate.verdict.compare import Verdict, compare
 
 DOCS = Path(__file__).parent.parent / "docs"
 

@@ -17,11 +17,13 @@ from pathlib import Path
 import pytest
 from real_data import BASE, DATA, GOLDEN, check_golden, entry, grouped, slowed_item
 
-from kernelgate import publish, report_data, report_merge
 from kernelgate.cli import main
-from kernelgate.compare import compare, confirmed
 from kernelgate.config import GateConfig
-from kernelgate.measure import Measurement
+from kernelgate.measure.results import Measurement
+from kernelgate.report import data as report_data
+from kernelgate.report import merge as report_merge
+from kernelgate.report import publish
+from kernelgate.verdict.compare import compare, confirmed
 
 SYNTHETIC = "sm89-synthetic-from-h200"
 TRACE = DATA / "yolov8n-fp16-h200-2steps.trace.json.gz"
@@ -139,7 +141,7 @@ def test_cli_refuses_what_it_cannot_merge(
 
 def test_report_data_round_trip_renders_the_same_report(runners: tuple[Path, Path]) -> None:
     """What the merge reads back renders the Markdown the runner wrote (the report of one runner)."""
-    from kernelgate import report_markdown
+    from kernelgate.report import markdown as report_markdown
 
     h200, _ = runners
     again = report_markdown.render(report_data.load(h200))

@@ -10,7 +10,7 @@ import pytest
 
 SUITE = """
 import torch
-from kernelgate.attribute import Layers
+from kernelgate.measure.attribute import Layers
 
 LAYERS = Layers(
     {"firstconv": "Conv2d", "midrelu": "ReLU", "lastconv": "Conv2d"},

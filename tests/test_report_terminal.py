@@ -6,7 +6,8 @@ from pathlib import Path
 
 from real_data import GOLDEN, check_golden, slowed_item
 
-from kernelgate import publish, report
+from kernelgate.report import publish
+from kernelgate.report import terminal as report
 
 
 def test_terminal_summary_golden(tmp_path: Path) -> None:

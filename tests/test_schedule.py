@@ -14,7 +14,7 @@ pytest.importorskip("xdist")
 
 from xdist.scheduler import LoadScheduling  # type: ignore[import-untyped]
 
-from kernelgate import schedule
+from kernelgate.plugin import schedule
 
 COLD = "benchmarks/test_coldstart.py::test_coldstart[yolov8n-fp16-bs1-640-{}]"
 YOLO = "benchmarks/test_yolo.py::test_yolo[{}]"

@@ -7,9 +7,9 @@ import dataclasses
 import pytest
 from factories import measurement
 
-from kernelgate import timesplit
-from kernelgate.measure import Dist
-from kernelgate.timesplit import DEVICE_BOUND_FROM, LAUNCH_BOUND_BELOW, Bound, TimeSplit, classify
+from kernelgate.measure import timesplit
+from kernelgate.measure.results import Dist
+from kernelgate.measure.timesplit import DEVICE_BOUND_FROM, LAUNCH_BOUND_BELOW, Bound, TimeSplit, classify
 
 
 @pytest.mark.parametrize(

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from factories import CPU_TID, cpu_op, gpu, launched, module_range, runtime, step
 
-from kernelgate import trace
-from kernelgate.trace import Activity, Launch, Range
+from kernelgate.measure import trace
+from kernelgate.measure.trace import Activity, Launch, Range
 
 
 def test_parse_gpu_links_each_kernel_to_its_launch_call() -> None:

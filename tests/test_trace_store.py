@@ -8,8 +8,9 @@ import pytest
 from factories import launched, step
 from real_data import DATA
 
-from kernelgate import trace, trace_store
-from kernelgate.names import safe_name
+from kernelgate.baseline.names import safe_name
+from kernelgate.measure import trace
+from kernelgate.report import trace_store
 
 TRACE = DATA / "yolov8n-fp16-h200-2steps.trace.json.gz"
 

@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 from factories import measurement
 
-from kernelgate import baseline
-from kernelgate.compare import Verdict, compare, confirmed, noise_aware_rule
+from kernelgate.baseline import store as baseline
 from kernelgate.config import GateConfig, Scope, Threshold
-from kernelgate.measure import Dist, combine
+from kernelgate.measure.results import Dist, combine
+from kernelgate.verdict.compare import Verdict, compare, confirmed, noise_aware_rule
 
 TEN = Threshold(rel=0.10, floor_us=5.0)
 

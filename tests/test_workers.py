@@ -10,10 +10,11 @@ from pathlib import Path
 import pytest
 from factories import entry, measurement
 
-from kernelgate import baseline, workers
-from kernelgate.compare import Comparison, Delta, Verdict, compare, confirmed
+from kernelgate.baseline import store as baseline
 from kernelgate.config import GateConfig, Scope, Threshold
-from kernelgate.session import Options, State
+from kernelgate.plugin import workers
+from kernelgate.plugin.session import Options, State
+from kernelgate.verdict.compare import Comparison, Delta, Verdict, compare, confirmed
 
 DATA = Path(__file__).parent / "data"
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from kernelgate import plugin
+from kernelgate.plugin import hooks as plugin
 
 pytest.importorskip("xdist")
 
@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from kernelgate.attribute import Layers
+from kernelgate.measure.attribute import Layers
 
 LAYERS = Layers({"firstconv": "Conv2d", "midrelu": "ReLU", "lastconv": "Conv2d"})
 

@@ -10,11 +10,16 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from kernelgate import baseline, coldgate, coldstart, config, environment, integrity
-from kernelgate.compare import compare
-from kernelgate.environment import detect_arch_key
-from kernelgate.measure import Measurement
-from kernelgate.report import failure_message, layer_table
+from kernelgate import config
+from kernelgate.baseline import store as baseline
+from kernelgate.coldstart import gate as coldgate
+from kernelgate.coldstart import phases as coldstart
+from kernelgate.machine import environment
+from kernelgate.machine.environment import detect_arch_key
+from kernelgate.measure import integrity
+from kernelgate.measure.results import Measurement
+from kernelgate.report.terminal import failure_message, layer_table
+from kernelgate.verdict.compare import compare
 
 
 def _arch(args: argparse.Namespace) -> int:
@@ -64,13 +69,13 @@ def _compare(args: argparse.Namespace) -> int:
 
 
 def _record(args: argparse.Namespace) -> int:
-    from kernelgate.ab import record
+    from kernelgate.verdict.ab import record
 
     return record(args.rounds, args.pytest_args or ["benchmarks"], Path.cwd())
 
 
 def _ab(args: argparse.Namespace) -> int:
-    from kernelgate.ab import run_ab
+    from kernelgate.verdict.ab import run_ab
 
     work = Path(args.work).resolve()
     files = run_ab(Path.cwd(), args.base, args.rounds, args.pytest_args or ["benchmarks"], work)
@@ -115,7 +120,7 @@ def _gate_coldstart(
 
 
 def _doctor(args: argparse.Namespace) -> int:
-    from kernelgate import doctor, fitness
+    from kernelgate.machine import doctor, fitness
 
     facts = doctor.gather(Path(args.baseline_dir))
     findings = fitness.diagnose(facts)
@@ -188,7 +193,7 @@ def _pair(text: str) -> tuple[str, str]:
 
 
 def _report(args: argparse.Namespace) -> int:
-    from kernelgate import publish, trace_store
+    from kernelgate.report import publish, trace_store
 
     gate, _ = config.load_pyproject(Path(args.config))
     base_path, current_path = Path(args.baseline), Path(args.current)
@@ -227,7 +232,7 @@ def _report(args: argparse.Namespace) -> int:
 
 
 def _merge(argv: Sequence[str]) -> int:
-    from kernelgate import report_merge
+    from kernelgate.report import merge as report_merge
 
     parser = argparse.ArgumentParser(
         prog="kernelgate report merge",
@@ -260,7 +265,8 @@ def _merge(argv: Sequence[str]) -> int:
 
 
 def _groups(args: argparse.Namespace) -> int:
-    from kernelgate import groups, report_groups
+    from kernelgate.models import groups
+    from kernelgate.report import groups as report_groups
 
     measurements: list[Measurement] = []
     sources: list[str] = []

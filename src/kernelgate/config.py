@@ -22,7 +22,7 @@ class Scope(enum.Enum):
     TOTAL = "total"
     LAYER = "layer"
     KERNEL = "kernel"
-    PHASE = "phase"  # a phase of a cold start (kernelgate.coldstart); own thresholds, see GateConfig
+    PHASE = "phase"  # a phase of a cold start (kernelgate.coldstart.phases); own thresholds, see GateConfig
 
 
 class MissingBaseline(enum.Enum):
@@ -204,7 +204,7 @@ _SIMPLE_KEYS = {
     "rules",
     "coldstart_threshold",
     "coldstart_floor_ms",
-    "matrix",  # read by kernelgate.matrix
+    "matrix",  # read by kernelgate.models.matrix
 }
 
 

@@ -1,0 +1,1 @@
+"""kernelgate.baseline.store."""

@@ -1,0 +1,276 @@
+"""Gate cold starts: compare a :class:`~kernelgate.coldstart.phases.ColdStart` with its baseline,
+phase by phase.
+
+A cold-start benchmark is an entry of the same baseline file as the kernel benchmarks. Its
+``extra_info.kernelgate`` holds the environment and the launch-to-steady-state time of each run (no
+layers, no kernels), so every entry of the file reads the same way; its phases and runs are in
+``extra_info.kernelgate_coldstart``. The verdicts are :mod:`kernelgate.verdict.compare`'s, with the
+thresholds of :attr:`~kernelgate.config.Scope.PHASE` (``coldstart_threshold``, ``coldstart_floor_ms``).
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from rich.table import Table
+
+from kernelgate.coldstart.phases import PHASE_HELP, PHASES, SCENARIOS, TOTAL, ChildSpec, ColdStart, Runner
+from kernelgate.config import GateConfig, Scope
+from kernelgate.machine import environment
+from kernelgate.measure import timing
+from kernelgate.measure.results import Dist, Measurement
+from kernelgate.report.terminal import _render, environment_lines
+from kernelgate.verdict.compare import Comparison, Delta, Judge, Verdict, median_rule
+
+if TYPE_CHECKING:
+    from kernelgate.baseline.store import Entry
+    from kernelgate.plugin.fixture import KernelGate
+
+EXTRA_KEY = "kernelgate_coldstart"
+
+
+def record_of(entry: Entry) -> ColdStart | None:
+    """The cold-start record of a baseline entry (None for a kernel benchmark)."""
+    extra = entry.benchmark.get("extra_info") or {}
+    data = extra.get(EXTRA_KEY) if isinstance(extra, Mapping) else None
+    return ColdStart.from_json(data) if isinstance(data, Mapping) else None
+
+
+def read_records(path: Path) -> dict[str, ColdStart]:
+    """Cold-start records by benchmark id, from a baseline or results file or a ``coldstart --out`` file."""
+    from kernelgate.baseline import store as baseline
+
+    data = json.loads(path.read_text(encoding="utf-8"))
+    if isinstance(data, dict) and "benchmarks" in data:
+        found = (record_of(e) for e in baseline.load(path).values())
+        return {r.id: r for r in found if r is not None}
+    return {r.id: r for r in (ColdStart.from_json(d) for d in data[EXTRA_KEY])}
+
+
+def carrier(record: ColdStart) -> Measurement:
+    """The ``extra_info.kernelgate`` of a cold-start entry: environment and total time per run."""
+    return Measurement(
+        benchmark=record.id,
+        arch=record.arch,
+        device=record.spec.device,
+        iterations=len(record.ok_runs),
+        total=record.total,
+        busy=Dist(()),
+        wall=record.process,
+        layers=(),
+        kernels=(),
+        environment=record.environment,
+    )
+
+
+def bench_fields(stats: Any, fullname: str, record: ColdStart) -> dict[str, Any]:
+    """pytest-benchmark's fields of the entry (``stats`` as the fixture has them), record included."""
+    bench: dict[str, Any] = dict(stats.as_dict(include_data=False)) if stats is not None else {}
+    bench.setdefault("fullname", fullname)
+    bench["extra_info"] = {EXTRA_KEY: record.to_json()}
+    return bench
+
+
+def compare(
+    base: ColdStart, current: ColdStart, config: GateConfig, judge: Judge = median_rule
+) -> Comparison:
+    """One delta for the launch-to-steady-state total and one per phase.
+
+    The default judge is threshold + floor (:func:`median_rule`): with 3 runs a side, a rank test
+    cannot reach significance (two-sided Mann-Whitney p >= 0.1), so it would never fail.
+    """
+
+    def delta(name: str, b: Dist | None, c: Dist | None) -> Delta:
+        threshold = config.threshold(current.arch, current.id, Scope.PHASE, name)
+        if b is None or not b.samples:
+            verdict = Verdict.NEW
+        elif c is None or not c.samples:
+            verdict = Verdict.MISSING
+        else:
+            verdict = judge(b, c, threshold).verdict
+        return Delta(
+            scope=Scope.PHASE,
+            name=name,
+            layer=current.scenario,
+            baseline_us=None if b is None or not b.samples else b.median,
+            current_us=None if c is None or not c.samples else c.median,
+            threshold=threshold,
+            verdict=verdict,
+        )
+
+    deltas = [delta(TOTAL, base.total, current.total)]
+    for name in PHASES:
+        b, c = base.phase(name), current.phase(name)
+        if b is not None or c is not None:
+            deltas.append(delta(name, b, c))
+    return Comparison(current.id, current.arch, tuple(deltas), frozenset({Verdict.REGRESSED}))
+
+
+def seconds(us: float | None) -> str:
+    if us is None:
+        return "—"
+    return f"{us / 1e6:.2f} s" if us >= 1e6 else f"{us / 1e3:.0f} ms"
+
+
+def size(n: int) -> str:
+    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if n >= scale:
+            return f"{n / scale:.1f} {unit}"
+    return f"{n} B"
+
+
+def delta_line(d: Delta) -> str:
+    pct = "" if d.delta_pct is None else f"{d.delta_pct:+.1f} %, "
+    help_text = f" ({PHASE_HELP[d.name]})" if d.name in PHASE_HELP else ""
+    return (
+        f"{d.verdict.value.upper()} {d.name}{help_text}: {seconds(d.baseline_us)} -> {seconds(d.current_us)} "
+        f"({pct}{d.delta_us / 1e3:+.0f} ms; threshold {100 * d.threshold.rel:.0f} %, "
+        f"floor {d.threshold.floor_us / 1e3:g} ms)"
+    )
+
+
+def failure_message(
+    comparison: Comparison,
+    base: ColdStart,
+    current: ColdStart,
+    baseline_path: str,
+    changes: Sequence[environment.Change] = (),
+) -> str:
+    """What got slower in a cold start, with the JIT cache and the environment changes that may explain it."""
+    phases = [d for d in comparison.failures if d.name != TOTAL]
+    total = next(d for d in comparison.deltas if d.name == TOTAL)
+    lines = [
+        f"kernelgate: cold start {comparison.benchmark} on {comparison.arch}: "
+        f"{len(phases)} phase(s){' and the total' if total in comparison.failures else ''} over threshold",
+        f"  scenario {current.scenario} ({_describe(current)}); {len(current.ok_runs)} run(s) against "
+        f"{len(base.ok_runs)}",
+    ]
+    lines += ["  " + delta_line(d) for d in phases]
+    lines.append(
+        "  " + delta_line(total).replace(f"{total.verdict.value.upper()} {TOTAL}", "launch to steady state")
+    )
+    lines.append(f"  JIT cache after a run: {size(base.cache_bytes)} -> {size(current.cache_bytes)}")
+    lines += environment_lines(changes)
+    lines.append(f"  baseline: {baseline_path}")
+    lines.append(
+        "  if this change is intended, re-record: "
+        f"pytest benchmarks --kernelgate-save -k '{current.spec.id}-{current.scenario}'"
+    )
+    return "\n".join(lines)
+
+
+def _describe(record: ColdStart) -> str:
+    what = SCENARIOS[record.scenario].description if record.scenario in SCENARIOS else record.scenario
+    variables = " ".join(f"{k}={v}" for k, v in sorted(record.env.items()))
+    return f"{what}; set: {variables}" if variables else what
+
+
+def summary(comparison: Comparison) -> str:
+    """One line per cold-start benchmark for the terminal summary."""
+    total = next(d for d in comparison.deltas if d.name == TOTAL)
+    failed = [d.name for d in comparison.failures]
+    pct = "" if total.delta_pct is None else f" ({total.delta_pct:+.1f} %)"
+    verdict = "REGRESSED: " + ", ".join(failed) if failed else "pass"
+    return (
+        f"cold start {comparison.benchmark}: {seconds(total.baseline_us)} -> {seconds(total.current_us)}"
+        f"{pct} to steady state, {verdict}"
+    )
+
+
+def table(records: Sequence[ColdStart], width: int = 160) -> str:
+    """Median phase times of each scenario in seconds (the ``kernelgate coldstart`` command)."""
+    grid = Table(title="cold start, median seconds per phase", title_justify="left")
+    for column in ("scenario", *PHASES, TOTAL, "JIT cache", "runs ok"):
+        grid.add_column(column, justify="left" if column == "scenario" else "right")
+    for rec in records:
+        cells = [f"{d.median / 1e6:.3f}" if (d := rec.phase(name)) else "—" for name in PHASES]
+        total = f"{rec.total.median / 1e6:.3f}" if rec.ok_runs else "failed"
+        grid.add_row(
+            rec.scenario, *cells, total, size(rec.cache_bytes), f"{len(rec.ok_runs)}/{len(rec.runs)}"
+        )
+    return _render(grid, width)
+
+
+def run(kg: KernelGate, spec: ChildSpec, scenario: str, runs: int, prime: bool) -> ColdStart:
+    """The ``kernelgate.coldstart.phases(...)`` fixture method: measure, keep for the baseline file, gate."""
+    import pytest
+
+    from kernelgate.baseline.store import Entry
+    from kernelgate.plugin.fixture import shown
+
+    if scenario not in SCENARIOS:
+        raise ValueError(f"scenario {scenario!r}: use one of {sorted(SCENARIOS)}")
+    chosen = SCENARIOS[scenario]
+    if chosen.force_ptx:
+        reason = ptx_unavailable(spec.device)
+        if reason:
+            pytest.skip(reason)
+    with tempfile.TemporaryDirectory(prefix="kernelgate-coldstart-") as work:
+        runner = Runner(spec, chosen, Path(work))
+        if prime:
+            first = runner.spawn()
+            if not first.ok:
+                pytest.fail(
+                    f"kernelgate: cold start {spec.id} {scenario}: the priming run failed {first.failure}",
+                    pytrace=False,
+                )
+        stats = timing.pedantic(
+            kg.benchmark, kg.node.config, runner.run_or_raise, rounds=runs, warmup_rounds=0
+        )
+    record = runner.record(fallback_arch=environment.detect_arch_key(force_cpu=spec.device == "cpu"))
+    kg.benchmark.extra_info[EXTRA_KEY] = record.to_json()
+    result = carrier(record)
+    if stats is not None:
+        kg.state.measured.append(
+            Entry(kg.benchmark.fullname, result, bench_fields(stats, kg.benchmark.fullname, record))
+        )
+    elif kg.state.options.save:
+        pytest.fail(
+            "kernelgate: --kernelgate-save needs pytest-benchmark's timings, but benchmarking is "
+            "disabled. Run without --benchmark-disable / --benchmark-skip.",
+            pytrace=False,
+        )
+    if kg.state.options.save:
+        return record
+    found = kg.baseline_entry(result)
+    if found is None:
+        return record
+    entry, path = found
+    base = record_of(entry)
+    if base is None:
+        pytest.fail(
+            f"kernelgate: {shown(path)} has an entry {kg.benchmark.fullname!r} without a cold-start record; "
+            f"re-record it: pytest benchmarks --kernelgate-save -k '{record.id}'",
+            pytrace=False,
+        )
+    comparison = compare(base, record, kg.state.config)
+    kg.state.comparisons.append(comparison)
+    kg.state.notes.append(summary(comparison))
+    if comparison.failed:
+        changes = environment.changes(base.environment, record.environment)
+        pytest.fail(failure_message(comparison, base, record, shown(path), changes), pytrace=False)
+    return record
+
+
+def ptx_unavailable(device: str) -> str | None:
+    """Why ``CUDA_FORCE_PTX_JIT=1`` cannot run torch here (None if it can): no GPU, or no PTX that
+    the driver can compile for this GPU in the installed torch."""
+    if not device.startswith("cuda"):
+        return "forced PTX JIT is a GPU scenario (the device is the CPU)"
+    import torch
+
+    images = environment.KernelImages(
+        tuple(torch.cuda.get_arch_list()), torch.cuda.get_device_capability(device)
+    )
+    if images.usable_ptx:
+        return None
+    return (
+        f"torch {torch.__version__} carries PTX only for {', '.join(images.ptx) or 'no architecture'}, "
+        "none of "
+        f"which the driver can compile for {images.sm}: with CUDA_FORCE_PTX_JIT=1 its kernels cannot load "
+        "on this GPU. The PTX-JIT scenarios need a torch build with PTX for this GPU or an older one."
+    )

@@ -1,0 +1,246 @@
+"""``kernelgate doctor``: is this machine fit to benchmark?
+
+:func:`gather` reads the facts (NVML, torch, the environment, the CUDA JIT cache folder, the CPU);
+:func:`kernelgate.machine.fitness.diagnose` turns them into findings, each with a level and a fix. Nothing
+here changes a GPU setting: the doctor reads state, and a fix that needs one (persistence mode,
+clocks) is a command for an administrator.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import textwrap
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from kernelgate.machine.environment import (
+    SPEED_VARIABLES,
+    GpuIdentity,
+    GpuState,
+    KernelImages,
+    cpu_arch_key,
+    cpu_model,
+    nvml_error,
+    read_identity,
+    read_state,
+)
+from kernelgate.machine.fitness import Finding, Level, exit_code
+
+
+@dataclass(frozen=True)
+class Facts:
+    """What :func:`gather` read; every field may be missing where it could not be read."""
+
+    nvml_error: str | None = None
+    identity: GpuIdentity | None = None
+    state: GpuState | None = None
+    own_pid: int = 0
+    torch_version: str | None = None
+    torch_error: str | None = None
+    torch_cuda: str | None = None  # torch.version.cuda; None for a CPU-only build
+    torch_gpu: bool = False  # torch.cuda.is_available()
+    arch_list: tuple[str, ...] = ()  # torch.cuda.get_arch_list()
+    cudnn_version: str | None = None
+    cudnn_benchmark: bool | None = None
+    cudnn_deterministic: bool | None = None
+    ultralytics: str | None = None
+    variables: Mapping[str, str] = field(default_factory=dict)  # speed-relevant variables now
+    set_by_import: Mapping[str, str] = field(default_factory=dict)  # what `import ultralytics` set
+    cache_path: str = ""
+    cache_bytes: int | None = None
+    cache_free_bytes: int | None = None
+    cache_writable: bool | None = None
+    suite_cache_bytes: int | None = None  # the largest JIT cache a recorded cold start left
+    baseline_dir: str = "baselines"
+    baseline_keys: tuple[str, ...] = ()
+    cpu: str = ""
+    cpu_count: int = 1
+    load_avg: float | None = None
+    cpu_governor: str | None = None
+
+    @property
+    def key(self) -> str:
+        return self.identity.key if self.identity else cpu_arch_key()
+
+    @property
+    def images(self) -> KernelImages | None:
+        if self.identity is None or not self.arch_list:
+            return None
+        return KernelImages(self.arch_list, self.identity.compute_capability)
+
+    def to_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["key"] = self.key
+        return data
+
+
+# --- gathering ----------------------------------------------------------------------------------
+
+
+def _variables() -> dict[str, str]:
+    return {name: os.environ[name] for name in SPEED_VARIABLES if name in os.environ}
+
+
+def default_cache_path() -> str:
+    return os.environ.get("CUDA_CACHE_PATH") or str(Path.home() / ".nv" / "ComputeCache")
+
+
+def _existing(path: Path) -> Path:
+    while not path.exists() and path != path.parent:
+        path = path.parent
+    return path
+
+
+def _governor() -> str | None:
+    try:
+        return Path("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor").read_text().strip()
+    except OSError:
+        return None
+
+
+def _suite_cache_bytes(baseline_dir: Path, key: str) -> int | None:
+    """The largest JIT cache a cold start recorded in this machine's baseline left behind."""
+    from kernelgate.baseline import store as baseline
+    from kernelgate.coldstart import gate as coldgate
+
+    path = baseline.path_for(baseline_dir, key)
+    if not path.is_file():
+        return None
+    try:
+        entries = baseline.load(path)
+    except baseline.BaselineError:
+        return None
+    sizes = [rec.cache_bytes for e in entries.values() if (rec := coldgate.record_of(e)) is not None]
+    return max(sizes) if sizes else None
+
+
+def _cudnn_version(torch: Any) -> str | None:
+    cudnn = torch.backends.cudnn
+    return str(cudnn.version()) if cudnn.is_available() else None
+
+
+def gather(baseline_dir: Path = Path("baselines")) -> Facts:
+    """Read the facts. NVML is read first, before torch loads, so no CUDA context of this process
+    shows among the GPU's processes; torch is asked only what needs no CUDA context."""
+    from kernelgate.coldstart.phases import folder_bytes
+
+    error = nvml_error()
+    identity = None if error else read_identity()
+    state = None if error else read_state()
+    before = _variables()
+    facts: dict[str, Any] = {}
+    try:
+        import torch
+
+        facts.update(
+            torch_version=str(torch.__version__),
+            torch_cuda=torch.version.cuda,
+            torch_gpu=bool(torch.cuda.is_available()),
+            arch_list=tuple(torch.cuda.get_arch_list()),
+            cudnn_version=_cudnn_version(torch),
+        )
+    except Exception as exc:
+        facts["torch_error"] = f"{type(exc).__name__}: {exc}"
+    try:
+        os.environ.setdefault("YOLO_OFFLINE", "1")
+        import ultralytics  # noqa: F401
+
+        facts["ultralytics"] = metadata.version("ultralytics")
+    except Exception:
+        facts["ultralytics"] = None
+    after = _variables()
+    facts["set_by_import"] = {k: v for k, v in after.items() if before.get(k) != v}
+    if "torch_version" in facts:
+        import torch
+
+        facts["cudnn_benchmark"] = bool(torch.backends.cudnn.benchmark)
+        facts["cudnn_deterministic"] = bool(torch.backends.cudnn.deterministic)
+    cache = Path(default_cache_path()).expanduser()
+    anchor = _existing(cache)
+    keys = (
+        tuple(sorted(p.name for p in baseline_dir.iterdir() if p.is_dir())) if baseline_dir.is_dir() else ()
+    )
+    key = identity.key if identity else cpu_arch_key()
+    try:
+        load: float | None = os.getloadavg()[0]
+    except OSError:
+        load = None
+    return Facts(
+        nvml_error=error,
+        identity=identity,
+        state=state,
+        own_pid=os.getpid(),
+        variables=before,
+        cache_path=str(cache),
+        cache_bytes=folder_bytes(cache),
+        cache_free_bytes=shutil.disk_usage(anchor).free,
+        cache_writable=os.access(anchor, os.W_OK),
+        suite_cache_bytes=_suite_cache_bytes(baseline_dir, key),
+        baseline_dir=str(baseline_dir),
+        baseline_keys=keys,
+        cpu=cpu_model(),
+        cpu_count=os.cpu_count() or 1,
+        load_avg=load,
+        cpu_governor=_governor(),
+        **facts,
+    )
+
+
+# --- output --------------------------------------------------------------------------------------
+
+
+def render(facts: Facts, findings: Sequence[Finding], strict: bool = False, width: int = 110) -> str:
+    """The findings for people: one block per finding, its fix below it."""
+    lines = ["kernelgate doctor: is this machine fit to benchmark?"]
+    if facts.torch_version:
+        lines.append(
+            f"torch {facts.torch_version} (CUDA {facts.torch_cuda}, cuDNN {facts.cudnn_version}), "
+            f"ultralytics {facts.ultralytics or 'not installed'}; baseline key {facts.key}"
+        )
+        lines.append(f"torch kernels for: {' '.join(facts.arch_list) or 'none (CPU-only build)'}")
+    elif facts.torch_error:
+        lines.append(f"torch cannot be imported: {facts.torch_error}")
+    lines.append("")
+    indent = " " * 21
+    for finding in findings:
+        head = f"{finding.level.label:<5} {finding.check:<14} "
+        lines += _wrap(finding.message, width, head, indent)
+        if finding.fix and finding.level > Level.OK:
+            lines += _wrap(finding.fix, width, indent + "fix: ", indent + "     ")
+    counts = {level: sum(1 for f in findings if f.level is level) for level in Level}
+    code = exit_code(findings, strict)
+    verdict = "fit to benchmark" if code == 0 else "NOT fit to benchmark"
+    lines.append("")
+    lines.append(
+        f"{verdict}: {counts[Level.ERROR]} error(s), {counts[Level.WARN]} warning(s), "
+        f"{counts[Level.INFO]} note(s){' (--strict: warnings count)' if strict else ''}; exit {code}"
+    )
+    return "\n".join(lines) + "\n"
+
+
+def _wrap(text: str, width: int, first: str, rest: str) -> list[str]:
+    """Wrapped at spaces only, so commands and paths stay whole for copying."""
+    return textwrap.wrap(
+        text,
+        width,
+        initial_indent=first,
+        subsequent_indent=rest,
+        break_on_hyphens=False,
+        break_long_words=False,
+    )
+
+
+def to_json(facts: Facts, findings: Sequence[Finding], strict: bool = False) -> str:
+    code = exit_code(findings, strict)
+    document = {
+        "fit": code == 0,
+        "exit_code": code,
+        "findings": [f.to_json() for f in findings],
+        "facts": facts.to_json(),
+    }
+    return json.dumps(document, indent=2, sort_keys=False, default=str) + "\n"

@@ -1,0 +1,394 @@
+"""The measurement record of one benchmark: total, per-layer and per-kernel time per iteration.
+
+Every figure keeps its per-iteration samples (µs), so a later verdict can test significance.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+
+def _r(value: float) -> float:
+    return round(float(value), 3)
+
+
+@dataclass(frozen=True)
+class Dist:
+    """Per-iteration values in microseconds, from one or more rounds (separate processes).
+
+    ``rounds`` holds the number of samples of each round, in order; empty means a single round.
+    """
+
+    samples: tuple[float, ...]
+    rounds: tuple[int, ...] = ()
+
+    @property
+    def n(self) -> int:
+        return len(self.samples)
+
+    def round_samples(self) -> list[tuple[float, ...]]:
+        sizes = self.rounds or (len(self.samples),)
+        out, start = [], 0
+        for size in sizes:
+            out.append(self.samples[start : start + size])
+            start += size
+        return out
+
+    @property
+    def round_medians(self) -> tuple[float, ...]:
+        return tuple(statistics.median(r) if r else 0.0 for r in self.round_samples())
+
+    @staticmethod
+    def concat(dists: Sequence[Dist]) -> Dist:
+        """The rounds of ``dists`` one after the other."""
+        sizes = tuple(size for d in dists for size in (d.rounds or (d.n,)))
+        return Dist(tuple(s for d in dists for s in d.samples), sizes if len(sizes) > 1 else ())
+
+    @cached_property
+    def _sorted(self) -> tuple[float, ...]:
+        return tuple(sorted(self.samples))
+
+    @property
+    def median(self) -> float:
+        return statistics.median(self._sorted) if self.samples else 0.0
+
+    def quantile(self, q: float) -> float:
+        """The q-th percentile (q in hundredths), as ``statistics.quantiles(samples, n=100,
+        method="inclusive")[round(100 q) - 1]`` computes it, the same arithmetic for one cut point
+        instead of 99 (a report computes it for every layer and kernel of every benchmark)."""
+        data = self._sorted
+        if len(data) < 2:
+            return self.median
+        j, delta = divmod(round(q * 100) * (len(data) - 1), 100)
+        return (data[j] * (100 - delta) + data[j + 1] * delta) / 100
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "median": _r(self.median),
+            "n": self.n,
+            "p10": _r(self.quantile(0.10)),
+            "p90": _r(self.quantile(0.90)),
+            "samples": [_r(s) for s in self.samples],
+        } | ({"rounds": list(self.rounds)} if self.rounds else {})
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Dist:
+        samples = tuple(float(s) for s in data["samples"])
+        rounds = tuple(int(r) for r in data.get("rounds", ()))
+        if rounds and sum(rounds) != len(samples):
+            raise ValueError(f"rounds {list(rounds)} do not add up to the {len(samples)} samples")
+        return cls(samples, rounds)
+
+
+@dataclass(frozen=True)
+class LayerStat:
+    name: str
+    type: str
+    time: Dist
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "type": self.type, "time_us": self.time.to_json()}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> LayerStat:
+        return cls(str(data["name"]), str(data["type"]), Dist.from_json(data["time_us"]))
+
+
+@dataclass(frozen=True)
+class KernelStat:
+    layer: str
+    module: str
+    name: str
+    time: Dist
+    calls: float
+    launch: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def key(self) -> str:
+        return f"{self.module} :: {self.name}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "layer": self.layer,
+            "module": self.module,
+            "name": self.name,
+            "calls_per_iter": _r(self.calls),
+            "launch": dict(self.launch),
+            "time_us": self.time.to_json(),
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> KernelStat:
+        return cls(
+            str(data["layer"]),
+            str(data["module"]),
+            str(data["name"]),
+            Dist.from_json(data["time_us"]),
+            float(data["calls_per_iter"]),
+            dict(data.get("launch", {})),
+        )
+
+
+@dataclass(frozen=True)
+class Measurement:
+    benchmark: str
+    arch: str
+    device: str
+    iterations: int
+    total: Dist
+    busy: Dist
+    wall: Dist
+    layers: tuple[LayerStat, ...]
+    kernels: tuple[KernelStat, ...]
+    environment: Mapping[str, str]
+    unlinked: int = 0
+    gpu_states: tuple[Mapping[str, str], ...] = ()
+
+    @property
+    def throttled(self) -> bool:
+        """Whether NVML reported a slowdown reason (power cap, thermal, HW brake) in any round."""
+        return any(throttle_reasons(state) for state in self.gpu_states)
+
+    # Why the profile cannot be trusted (dropped events, ...): see kernelgate.measure.integrity.
+    # Empty = reliable.
+    unreliable_reasons: tuple[str, ...] = ()
+    # Top-level layer -> layer group (backbone, neck, head, ...: kernelgate.models.groups). Optional: a
+    # record written before groups existed has none.
+    groups: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def reliable(self) -> bool:
+        return not self.unreliable_reasons
+
+    @property
+    def host_overhead_us(self) -> float:
+        """Median wall latency minus median device-busy time: launch and Python overhead."""
+        return max(0.0, self.wall.median - self.busy.median)
+
+    def layer(self, name: str) -> LayerStat | None:
+        return next((lay for lay in self.layers if lay.name == name), None)
+
+    def to_json(self) -> dict[str, Any]:
+        return (
+            {
+                "benchmark": self.benchmark,
+                "arch": self.arch,
+                "device": self.device,
+                "iterations": self.iterations,
+                "unlinked_kernels": self.unlinked,
+                "total_us": self.total.to_json(),
+                "busy_us": self.busy.to_json(),
+                "wall_us": self.wall.to_json(),
+                "host_overhead_us": _r(self.host_overhead_us),
+                "environment": dict(sorted(self.environment.items())),
+                "layers": [lay.to_json() for lay in self.layers],
+                "kernels": [k.to_json() for k in self.kernels],
+                "reliable": self.reliable,
+                "unreliable_reasons": list(self.unreliable_reasons),
+            }
+            | ({"gpu_states": [dict(sorted(g.items())) for g in self.gpu_states]} if self.gpu_states else {})
+            | ({"groups": dict(sorted(self.groups.items()))} if self.groups else {})
+        )
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Measurement:
+        return cls(
+            benchmark=str(data["benchmark"]),
+            arch=str(data["arch"]),
+            device=str(data["device"]),
+            iterations=int(data["iterations"]),
+            total=Dist.from_json(data["total_us"]),
+            busy=Dist.from_json(data["busy_us"]),
+            wall=Dist.from_json(data["wall_us"]),
+            layers=tuple(LayerStat.from_json(d) for d in data["layers"]),
+            kernels=tuple(KernelStat.from_json(d) for d in data["kernels"]),
+            environment={str(k): str(v) for k, v in data.get("environment", {}).items()},
+            unlinked=int(data.get("unlinked_kernels", 0)),
+            gpu_states=tuple({str(k): str(v) for k, v in g.items()} for g in data.get("gpu_states", ())),
+            unreliable_reasons=_reasons(data),
+            groups=_groups(data),
+        )
+
+
+# NVML clock-event reasons that slow the SM down (nvmlClocksEventReason*): software power cap,
+# hardware slowdown, software/hardware thermal slowdown, hardware power brake.
+THROTTLE_REASONS = {
+    0x4: "sw_power_cap",
+    0x8: "hw_slowdown",
+    0x20: "sw_thermal_slowdown",
+    0x40: "hw_thermal_slowdown",
+    0x80: "hw_power_brake",
+}
+
+
+def throttle_reasons(state: Mapping[str, str]) -> list[str]:
+    """The slowdown reasons set in a GPU state read by :func:`kernelgate.machine.environment.gpu_state`."""
+    try:
+        mask = int(state.get("clock_event_reasons", "0"), 16)
+    except ValueError:
+        return []
+    return [name for bit, name in THROTTLE_REASONS.items() if mask & bit]
+
+
+def _zeros_for(dist: Dist) -> Dist:
+    return Dist((0.0,) * dist.n, dist.rounds)
+
+
+def _combine_named(groups: Sequence[dict[str, Any]], totals: Sequence[Dist]) -> list[tuple[Any, Dist]]:
+    """Concatenate the rounds of each named item; a round without the item counts zeros."""
+    names: list[str] = []
+    for group in groups:
+        names += [n for n in group if n not in names]
+    out = []
+    for name in names:
+        first = next(g[name] for g in groups if name in g)
+        dists = [g[name].time if name in g else _zeros_for(t) for g, t in zip(groups, totals, strict=True)]
+        out.append((first, Dist.concat(dists)))
+    return out
+
+
+def combine(rounds: Sequence[Measurement]) -> Measurement:
+    """One measurement from several rounds (separate processes) of the same benchmark."""
+    if not rounds:
+        raise ValueError("combine() needs at least one measurement")
+    if len(rounds) == 1:
+        return rounds[0]
+    totals = [m.total for m in rounds]
+    layers = _combine_named([{lay.name: lay for lay in m.layers} for m in rounds], totals)
+    kernel_maps = [{k.key: k for k in m.kernels} for m in rounds]
+    kernels = _combine_named(kernel_maps, totals)
+    first = rounds[0]
+    return Measurement(
+        benchmark=first.benchmark,
+        arch=first.arch,
+        device=first.device,
+        iterations=sum(m.iterations for m in rounds),
+        total=Dist.concat(totals),
+        busy=Dist.concat([m.busy for m in rounds]),
+        wall=Dist.concat([m.wall for m in rounds]),
+        layers=tuple(LayerStat(lay.name, lay.type, dist) for lay, dist in layers),
+        kernels=tuple(
+            KernelStat(
+                k.layer,
+                k.module,
+                k.name,
+                dist,
+                sum(km[k.key].calls for km in kernel_maps if k.key in km) / len(rounds),
+                k.launch,
+            )
+            for k, dist in kernels
+        ),
+        environment=first.environment,
+        unlinked=sum(m.unlinked for m in rounds),
+        gpu_states=tuple(g for m in rounds for g in m.gpu_states),
+        unreliable_reasons=tuple(dict.fromkeys(r for m in rounds for r in m.unreliable_reasons)),
+        groups={k: v for m in reversed(rounds) for k, v in m.groups.items()},
+    )
+
+
+def _groups(data: Mapping[str, Any]) -> dict[str, str]:
+    """``groups`` is optional (records before it existed have none): layer name -> group name."""
+    groups = data.get("groups", {})
+    if not isinstance(groups, Mapping) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in groups.items()
+    ):
+        raise ValueError("'groups' must map layer names to group names (strings)")
+    return dict(groups)
+
+
+def _reasons(data: Mapping[str, Any]) -> tuple[str, ...]:
+    """``reliable`` and ``unreliable_reasons`` are optional (records before they existed are read as
+    reliable); ``reliable: false`` without a reason still reads as unreliable."""
+    reliable = data.get("reliable", True)
+    reasons = data.get("unreliable_reasons", [])
+    if not isinstance(reliable, bool) or not isinstance(reasons, list):
+        raise ValueError("'reliable' must be true or false and 'unreliable_reasons' a list")
+    if not reliable and not reasons:
+        return ("marked unreliable, no reason given",)
+    if reliable and reasons:
+        raise ValueError("'reliable' is true but 'unreliable_reasons' is not empty")
+    return tuple(str(r) for r in reasons)
+
+
+def _per_iteration(series: pd.Series[float], iterations: int) -> Dist:
+    return Dist(tuple(float(v) for v in series.reindex(range(iterations), fill_value=0.0)))
+
+
+def build(
+    frame: pd.DataFrame,
+    *,
+    benchmark: str,
+    arch: str,
+    device: str,
+    iterations: int,
+    wall_us: Sequence[float],
+    environment: Mapping[str, str],
+    unlinked: int = 0,
+    gpu_states: tuple[Mapping[str, str], ...] = (),
+    groups: Mapping[str, str] | None = None,
+) -> Measurement:
+    """Aggregate attributed activities (see :func:`kernelgate.measure.attribute.attribute`) per iteration.
+
+    ``groups`` (layer -> group, :attr:`kernelgate.measure.attribute.Layers.groups`) is kept for the layers
+    that ran."""
+    from kernelgate.measure.attribute import busy_us
+
+    total = _per_iteration(frame.groupby("iteration")["dur_us"].sum(), iterations)
+    busy = _per_iteration(busy_us(frame), iterations)
+
+    order = frame.groupby("layer")["start_us"].min().sort_values().index
+    layer_types = frame.drop_duplicates("layer").set_index("layer")["layer_type"]
+    per_layer = frame.groupby(["layer", "iteration"])["dur_us"].sum()
+    layers = tuple(
+        LayerStat(str(name), str(layer_types[name]), _per_iteration(per_layer[name], iterations))
+        for name in order
+    )
+
+    known = groups or {}
+    kernels = []
+    grouped = frame.groupby(["layer", "module", "kernel"], sort=False)
+    for (layer, module, kernel), group in grouped:
+        first = group.iloc[0]
+        launch = (
+            {
+                "grid": first["grid"],
+                "block": first["block"],
+                "registers": int(first["registers"]),
+                "shared_memory": int(first["shared_memory"]),
+                "occupancy_pct": float(first["occupancy_pct"]),
+            }
+            if first["grid"]
+            else {}
+        )
+        kernels.append(
+            KernelStat(
+                layer=str(layer),
+                module=str(module),
+                name=str(kernel),
+                time=_per_iteration(group.groupby("iteration")["dur_us"].sum(), iterations),
+                calls=len(group) / iterations,
+                launch=launch,
+            )
+        )
+    return Measurement(
+        benchmark=benchmark,
+        arch=arch,
+        device=device,
+        iterations=iterations,
+        total=total,
+        busy=busy,
+        wall=Dist(tuple(float(w) for w in wall_us)),
+        layers=layers,
+        kernels=tuple(kernels),
+        environment=environment,
+        unlinked=unlinked,
+        gpu_states=gpu_states,
+        groups={lay.name: known[lay.name] for lay in layers if lay.name in known},
+    )

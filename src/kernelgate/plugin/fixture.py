@@ -1,0 +1,466 @@
+"""One benchmark, end to end: time it, profile it, attribute it, compare it with its baseline.
+
+This is what the ``kernelgate`` fixture runs. torch is imported here, not in the plugin.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import json
+import subprocess
+import sys
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec
+
+import pytest
+
+from kernelgate.baseline import store as baseline
+from kernelgate.baseline.names import safe_name
+from kernelgate.coldstart.phases import ChildSpec, ColdStart
+from kernelgate.config import MissingBaseline, Policy
+from kernelgate.machine import environment
+from kernelgate.measure import attribute, faults, integrity, profile, timing, trace
+from kernelgate.measure import results as measure
+from kernelgate.measure.attribute import Layers
+from kernelgate.models.yolo import (
+    YoloSpec,
+    build_detection_model,
+    layers_of,
+    load_checkpoint,
+    make_input,
+    slow_down,
+)
+from kernelgate.plugin.session import MissingBaselineWarning, NotComparedWarning, State
+from kernelgate.report.terminal import failure_message
+from kernelgate.verdict.compare import Comparison, compare, confirmed
+
+if TYPE_CHECKING:
+    from kernelgate.measure.execution import Runner
+
+GPU_SCHEDULE = profile.Schedule(wait=1, warmup=2, active=20)
+CPU_SCHEDULE = profile.Schedule(wait=1, warmup=1, active=5)
+GPU_ROUNDS = 50
+CPU_ROUNDS = 10
+
+
+def pick_device(requested: str) -> str:
+    import torch
+
+    if requested == "cpu":
+        return "cpu"
+    if torch.cuda.is_available():
+        return "cuda"
+    if requested == "cuda":
+        raise pytest.UsageError(
+            "--kernelgate-device=cuda, but torch sees no CUDA GPU (torch.cuda.is_available() is False)"
+        )
+    return "cpu"
+
+
+@dataclass(frozen=True)
+class Result:
+    measurement: measure.Measurement
+    comparison: Comparison | None
+    trace_path: Path
+
+
+P = ParamSpec("P")
+
+
+def _fails_alone(
+    method: Callable[Concatenate[KernelGate, P], Result],
+) -> Callable[Concatenate[KernelGate, P], Result]:
+    """A benchmark that raises fails alone, with its cause and a note (:mod:`kernelgate.measure.faults`)."""
+
+    @functools.wraps(method)
+    def run(self: KernelGate, /, *args: P.args, **kwargs: P.kwargs) -> Result:
+        if self.state.cuda_broken and self.device.startswith("cuda"):
+            pytest.fail(
+                "kernelgate: not run: this process's CUDA context is unusable since "
+                f"{self.state.cuda_broken}. Fix that failure, or run this benchmark alone: "
+                f"pytest -k '{self.node_name}'",
+                pytrace=False,
+            )
+        try:
+            return method(self, *args, **kwargs)
+        except Exception as exc:
+            import torch
+
+            broken = faults.note(torch, exc, self.node_name)
+            self.state.cuda_broken = self.state.cuda_broken or broken
+            raise
+
+    return run
+
+
+class KernelGate:
+    """The ``kernelgate`` fixture: ``kernelgate.yolo(model="yolov8n", precision="fp16")``."""
+
+    def __init__(self, state: State, benchmark: Any, node: pytest.Item) -> None:
+        self.state = state
+        self.benchmark = benchmark
+        self.node = node
+        self.node_name = node.name
+        self.device = pick_device(state.options.device)
+
+    def yolo(
+        self,
+        model: str = "yolov8n",
+        precision: str = "fp16",
+        batch: int = 1,
+        imgsz: int = 640,
+        **axes: Any,
+    ) -> Result:
+        """Gate one configuration; ``axes`` are the other :class:`~kernelgate.models.yolo.YoloSpec` fields
+        (``mode="graph"``, ``stage="pipeline"``, ``channels_last=True``, ``fuse=True``, ...)."""
+        return self.run(YoloSpec(model=model, precision=precision, batch=batch, imgsz=imgsz, **axes))
+
+    @_fails_alone
+    def run(self, spec: YoloSpec) -> Result:
+        """Gate the configuration ``spec`` (one entry of the matrix: ``kernelgate_case``)."""
+        import torch
+
+        from kernelgate.measure import execution
+
+        net = build_detection_model(spec, self.device, trust=self.state.options.trust_pt)
+        layers = layers_of(net)
+        opts = self.state.options
+        if opts.slow_layer:  # before capture/compilation, so that graphs and compiled code include it
+            slow_down(net, opts.slow_layer, opts.slow_extra_runs)
+        with torch.no_grad():
+            runner = execution.prepare(torch, net, spec, self.device, make_input(spec, self.device))
+        return self._run(runner, layers.adding(dict(runner.extra_layers)), spec.id)
+
+    @_fails_alone
+    def checkpoint(
+        self,
+        path: str | Path,
+        precision: str = "fp16",
+        batch: int = 1,
+        imgsz: int = 640,
+        name: str | None = None,
+    ) -> Result:
+        """Gate a model saved as ``.pt`` (an Ultralytics checkpoint or a whole pickled module).
+
+        Loaded with ``torch.load(weights_only=True)`` where possible; a checkpoint that needs
+        unpickling of arbitrary objects loads only with ``--kernelgate-trust-pt`` (see
+        :func:`kernelgate.models.yolo.load_pt`).
+        """
+        spec = YoloSpec(model=Path(path).stem, precision=precision, batch=batch, imgsz=imgsz)
+        net, layers = load_checkpoint(Path(path), spec, self.device, trust=self.state.options.trust_pt)
+        return self.module(net, make_input(spec, self.device), layers, name=name or spec.id)
+
+    @_fails_alone
+    def module(self, net: Any, host_input: Any, layers: Layers, name: str | None = None) -> Result:
+        """Gate any ``nn.Module`` called as ``net(input)``; ``layers`` names its top-level layers.
+
+        ``name`` is the benchmark's id in reports and threshold rules (default: the test's name).
+        """
+        import torch
+
+        from kernelgate.measure import execution
+
+        opts = self.state.options
+        if opts.slow_layer:
+            slow_down(net, opts.slow_layer, opts.slow_extra_runs)
+        return self._run(execution.eager(torch, net, host_input, self.device), layers, name or self.node_name)
+
+    def _run(self, runner: Runner, layers: Layers, bench_id: str) -> Result:
+        import torch
+
+        opts = self.state.options
+        gpu = self.device.startswith("cuda")
+        step = runner.step
+        trace_path = opts.out_dir / "traces" / f"{safe_name(self.node_name)}.json"
+        with torch.no_grad():
+            for _ in range(3):
+                step()
+            # pytest-benchmark's timing; under pytest-xdist (which switches it off) the gate's own
+            rounds = GPU_ROUNDS if gpu else CPU_ROUNDS
+            stats = timing.pedantic(self.benchmark, self.node.config, step, rounds=rounds, warmup_rounds=2)
+            wall = [1e6 * t for t in stats.stats.data] if stats else []
+        schedule = GPU_SCHEDULE if gpu else CPU_SCHEDULE
+        if opts.iterations:
+            schedule = profile.Schedule(schedule.wait, schedule.warmup, opts.iterations)
+
+        def attempt() -> measure.Measurement:
+            return self._profile(runner, layers, bench_id, schedule, trace_path, wall)
+
+        result = integrity.measure_reliably(attempt, bench_id)
+        if result.reliable and result.throttled:  # one more try before it goes on with a flag
+            result = integrity.measure_reliably(attempt, bench_id)
+        if opts.confirm_out is not None:
+            opts.confirm_out.parent.mkdir(parents=True, exist_ok=True)
+            opts.confirm_out.write_text(json.dumps(result.to_json()), encoding="utf-8")
+            return Result(result, None, trace_path)
+        self.benchmark.extra_info["kernelgate"] = result.to_json()
+        self._keep(result, stats)
+        if not result.reliable:
+            self._unreliable(result, trace_path)
+            return Result(result, None, trace_path)
+        comparison = None if opts.save else self._gate(result, layers)
+        return Result(result, comparison, trace_path)
+
+    def _profile(
+        self,
+        runner: Runner,
+        layers: Layers,
+        bench_id: str,
+        schedule: profile.Schedule,
+        trace_path: Path,
+        wall: list[float],
+    ) -> measure.Measurement:
+        """Profile once and build the record; a profiler fault fails the benchmark with its cause."""
+        import torch
+
+        with torch.no_grad():
+            try:
+                return measure_module(
+                    torch, runner, layers, bench_id=bench_id, device=self.device, schedule=schedule,
+                    wall_us=wall, trace_path=trace_path,
+                )  # fmt: skip
+            except profile.ProfilerError as exc:
+                pytest.fail(f"kernelgate: {bench_id}: {exc}", pytrace=False)
+            except (ValueError, OSError) as exc:
+                pytest.fail(
+                    f"kernelgate: {bench_id}: torch.profiler wrote a trace that cannot be read "
+                    f"({shown(trace_path)}: {type(exc).__name__}: {exc}); nothing was measured.",
+                    pytrace=False,
+                )
+
+    def _unreliable(self, result: measure.Measurement, trace_path: Path) -> None:
+        """An unreliable profile is never compared (nor saved); fail or warn as configured."""
+        self.state.unreliable.append(result.benchmark)
+        message = "\n".join(
+            [
+                f"kernelgate: {result.benchmark} on {result.arch}: the profile cannot be trusted, so it was "
+                f"not {'saved' if self.state.options.save else 'compared'}:",
+                *(f"  - {reason}" for reason in result.unreliable_reasons),
+                f"  trace: {shown(trace_path)}",
+                "  run it again; if it persists, see docs/faults.md. To let the run go on regardless, set "
+                'on_unreliable = "warn" in [tool.kernelgate] (or --kernelgate-on-unreliable=warn).',
+            ]
+        )
+        if self.state.config.on_unreliable is Policy.FAIL:
+            pytest.fail(message, pytrace=False)
+        warnings.warn(message, NotComparedWarning, stacklevel=2)
+
+    def _confirm(self) -> tuple[measure.Measurement | None, str]:
+        """Measure this benchmark again in a fresh process (a new round) and return its record."""
+        opts = self.state.options
+        folder = opts.out_dir / "confirm"
+        out = folder / f"{safe_name(self.node_name)}.json"
+        out.unlink(missing_ok=True)
+        command = [
+            sys.executable, "-m", "pytest", f"{self.node.path}::{self.node_name}",
+            "-p", "no:cacheprovider", "-q", "--benchmark-disable", "--kernelgate",
+            f"--kernelgate-confirm-out={out}", f"--kernelgate-device={self.device}",
+            f"--kernelgate-out={folder}",
+        ]  # fmt: skip
+        if opts.slow_layer:
+            command.append(f"--kernelgate-slow-layer={opts.slow_layer}:{opts.slow_extra_runs}")
+        if opts.iterations:
+            command.append(f"--kernelgate-iterations={opts.iterations}")
+        if opts.matrix:  # the same matrix, so that the node id exists in the child
+            command.append(f"--kernelgate-matrix={opts.matrix}")
+        command += [f"--kernelgate-only={text}" for text in opts.only]
+        done = subprocess.run(
+            command, cwd=self.node.config.rootpath, capture_output=True, text=True, timeout=900, check=False
+        )
+        if done.returncode != 0 or not out.is_file():
+            tail = (done.stdout + done.stderr).strip().splitlines()[-5:]
+            return None, f"confirm run failed (exit {done.returncode}): " + " | ".join(tail)
+        return measure.Measurement.from_json(json.loads(out.read_text(encoding="utf-8"))), ""
+
+    def coldstart(
+        self,
+        model: str = "yolov8n",
+        precision: str = "fp16",
+        batch: int = 1,
+        imgsz: int = 640,
+        scenario: str = "warm",
+        runs: int = 3,
+        prime: bool = True,
+    ) -> ColdStart:
+        """Time ``runs`` cold starts of the model, each in a fresh process, and gate every phase
+        against the baseline (:mod:`kernelgate.coldstart.gate`); ``scenario`` is one of
+        :data:`kernelgate.coldstart.phases.SCENARIOS` (``empty``, ``warm``, ``ptx-jit``, ``ptx-jit-warm``)."""
+        from kernelgate.coldstart import gate as coldgate
+
+        iterations = 50 if self.device.startswith("cuda") else 20  # forwards after the first
+        spec = ChildSpec(model, precision, batch, imgsz, self.device, iterations)
+        return coldgate.run(self, spec, scenario, runs, prime)
+
+    def _keep(self, result: measure.Measurement, stats: Any) -> None:
+        if stats is None:
+            if self.state.options.save:
+                pytest.fail(
+                    "kernelgate: --kernelgate-save needs pytest-benchmark's timings, but benchmarking is "
+                    "disabled. Run without --benchmark-disable / --benchmark-skip.",
+                    pytrace=False,
+                )
+            return
+        bench = stats.as_dict(include_data=False)
+        bench.pop("extra_info", None)
+        if bench.get("params"):  # a matrix configuration is stored as its fields (JSON, readable in a diff)
+            bench["params"] = {
+                k: dataclasses.asdict(v) if dataclasses.is_dataclass(v) and not isinstance(v, type) else v
+                for k, v in bench["params"].items()
+            }
+        self.state.measured.append(baseline.Entry(self.benchmark.fullname, result, bench))
+
+    def _gate(self, result: measure.Measurement, layers: Layers) -> Comparison | None:
+        found = self.baseline_entry(result)
+        if found is None:
+            return None
+        entry, path = found
+        _check_baseline_entry(entry, shown(path))
+        comparison = compare(entry.measurement, result, self.state.config)
+        if comparison.failed and self.state.config.confirm:
+            again, problem = self._confirm()
+            if again is not None and not again.reliable:
+                problem = "confirm run unreliable: " + "; ".join(again.unreliable_reasons)
+                again = None
+            if again is not None:
+                comparison = confirmed(comparison, compare(entry.measurement, again, self.state.config))
+            else:
+                comparison = dataclasses.replace(comparison, notes=(*comparison.notes, problem))
+        self.state.comparisons.append(comparison)
+        if comparison.failed:
+            changes = environment.changes(entry.measurement.environment, result.environment)
+            pytest.fail(failure_message(comparison, dict(layers.types), shown(path), changes), pytrace=False)
+        return comparison
+
+    def baseline_entry(self, result: measure.Measurement) -> tuple[baseline.Entry, Path] | None:
+        """This benchmark's baseline for this GPU, or None once a missing baseline failed or warned.
+
+        A baseline of another GPU (another product of the same architecture, or the same key with
+        other memory, max clock or power limit: :func:`environment.gpu_differences`) is refused
+        unless ``--kernelgate-allow-other-gpu``.
+        """
+        base_dir, allow = self.state.config.baseline_dir, self.state.options.allow_other_gpu
+        path = baseline.path_for(base_dir, result.arch)
+        others = [] if path.exists() else environment.same_architecture(result.arch, _keys(base_dir))
+        if others and allow:
+            path = baseline.path_for(base_dir, others[0])
+        try:
+            # the folder names the architecture: this one, or another with --kernelgate-allow-other-gpu
+            entries = self.state.baseline_entries(path, path.parent.name)
+        except baseline.BaselineError as exc:
+            pytest.fail(f"kernelgate: {exc}", pytrace=False)
+        entry = entries.get(self.benchmark.fullname)
+        if entry is None:
+            self._no_baseline(result, path, others)
+            return None
+        differences = environment.gpu_differences(entry.measurement.environment, result.environment)
+        if differences and not allow:
+            pytest.fail(
+                environment.other_gpu_message(result.benchmark, shown(path), differences), pytrace=False
+            )
+        if differences or path.parent.name != result.arch:
+            listed = "; ".join(str(d) for d in differences) or f"{path.parent.name} for {result.arch}"
+            self.state.notes.append(
+                f"{result.benchmark}: compared with another GPU's baseline ({listed}), "
+                f"as {environment.OTHER_GPU_OPTION} asked"
+            )
+        return entry, path
+
+    def _no_baseline(self, result: measure.Measurement, path: Path, others: list[str] | None = None) -> None:
+        self.state.missing.append(result.benchmark)
+        message = (
+            f"kernelgate: no baseline for {result.benchmark!r} on {result.arch} "
+            f"(looked in {shown(path)}). Record one on this machine: "
+            f"pytest benchmarks --kernelgate-save -k '{result.benchmark}' and commit {shown(path.parent)}/."
+        )
+        if others:
+            message += (
+                f" Baselines of other GPUs of the same architecture exist ({', '.join(others)}); a "
+                "timing of one GPU does not hold for another, so they are not used unless "
+                f"{environment.OTHER_GPU_OPTION} is given."
+            )
+        if self.state.config.missing_baseline is MissingBaseline.FAIL:
+            pytest.fail(message, pytrace=False)
+        warnings.warn(message, MissingBaselineWarning, stacklevel=2)
+
+
+def _check_baseline_entry(entry: baseline.Entry, path: str) -> None:
+    """A baseline entry that was unreliable when recorded, or does not add up (edited by hand), is
+    not a yardstick: fail, naming the entry and the fix."""
+    problems = list(entry.measurement.unreliable_reasons) + integrity.check_record(entry.measurement)
+    if problems:
+        pytest.fail(
+            f"kernelgate: the baseline of {entry.measurement.benchmark} in {path} cannot be trusted: "
+            f"{'; '.join(problems)}. Re-record it: pytest benchmarks --kernelgate-save "
+            f"-k '{entry.measurement.benchmark}'",
+            pytrace=False,
+        )
+
+
+def _keys(baseline_dir: Path) -> list[str]:
+    """The architecture keys that have a baseline file."""
+    if not baseline_dir.is_dir():
+        return []
+    return sorted(p.name for p in baseline_dir.iterdir() if (p / baseline.FILE_NAME).is_file())
+
+
+REFERENCE_SCHEDULE = profile.Schedule(wait=1, warmup=1, active=2)
+
+
+def measure_module(
+    torch: Any,
+    runner: Runner,
+    layers: Layers,
+    *,
+    bench_id: str,
+    device: str,
+    schedule: profile.Schedule,
+    wall_us: list[float],
+    trace_path: Path,
+) -> measure.Measurement:
+    """Profile, attribute and aggregate one round; read the GPU's state through NVML after it.
+
+    The record carries the reasons it cannot be trusted, if any (:mod:`kernelgate.measure.integrity`).
+    """
+    gpu = device.startswith("cuda")
+    extra: list[str] = []
+    profile.run(runner.step, runner.net if runner.hook_step else None, gpu=gpu, schedule=schedule,
+                trace_path=trace_path)  # fmt: skip
+    gpu_state = environment.gpu_state() if gpu else {}
+    parsed = trace.parse(trace_path, gpu=gpu)
+    frame = attribute.attribute(parsed, layers)
+    if runner.reference is not None:  # a CUDA-graph replay: name its kernels after an eager pass
+        from kernelgate.measure import graphs
+
+        eager_path = trace_path.with_name(trace_path.stem + ".eager.json")
+        profile.run(runner.reference, runner.net, gpu=gpu, schedule=REFERENCE_SCHEDULE, trace_path=eager_path)
+        reference = attribute.attribute(trace.parse(eager_path, gpu=gpu), layers)
+        frame, share = graphs.label_replay(frame, reference)
+        unmatched = graphs.unmatched_reason(share)
+        if unmatched:
+            extra.append(unmatched)
+    result = measure.build(
+        frame,
+        benchmark=bench_id,
+        arch=environment.torch_arch_key(torch, device),
+        device=device,
+        iterations=len(parsed.steps),
+        wall_us=wall_us,
+        environment=environment.collect(torch, device),
+        unlinked=parsed.unlinked,
+        gpu_states=(gpu_state,) if gpu_state else (),
+        groups=layers.groups,
+    )
+    reasons = integrity.check_profile(parsed, frame, schedule.active, gpu) + integrity.check_record(result)
+    return dataclasses.replace(result, unreliable_reasons=tuple(reasons + extra))
+
+
+def shown(path: Path) -> str:
+    """``path`` relative to the working directory where it lies below it (shorter messages)."""
+    try:
+        return str(path.resolve().relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)

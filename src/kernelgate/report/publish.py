@@ -1,0 +1,182 @@
+"""Write the report folder: report.md, report.html, report.json and the traces of regressed benchmarks.
+
+Used at the end of a pytest session (from the plugin's state) and by ``kernelgate report`` (from
+two result files). With ``redact``, layer, type, module and kernel names are hashed in every file
+written here (:mod:`kernelgate.report.redact`); the terminal keeps the real names.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from kernelgate.baseline import store as baseline
+from kernelgate.baseline.names import safe_name
+from kernelgate.config import Scope
+from kernelgate.measure.results import Measurement
+from kernelgate.report import data as report_data
+from kernelgate.report import html as report_html
+from kernelgate.report import json as report_json
+from kernelgate.report import markdown as report_markdown
+from kernelgate.report import trace_store
+from kernelgate.report.redact import Redactor
+from kernelgate.verdict import diff
+from kernelgate.verdict.compare import Comparison
+
+if TYPE_CHECKING:
+    from kernelgate.plugin.session import State
+
+MARKDOWN, HTML, JSON, TRACES = "report.md", "report.html", "report.json", "traces"
+
+
+def relative(path: Path) -> str:
+    try:
+        return str(path.resolve().relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)
+
+
+@dataclass(frozen=True)
+class Item:
+    """One compared benchmark and what its report needs."""
+
+    comparison: Comparison
+    base: Measurement
+    current: Measurement
+    history: tuple[tuple[str, Measurement], ...] = ()
+    base_trace: Path | None = None
+    current_trace: Path | None = None
+
+
+@dataclass(frozen=True)
+class Published:
+    folder: Path
+    failed: bool
+    traces: tuple[Path, ...] = ()
+    notes: tuple[str, ...] = ()
+
+    def lines(self, shown: Callable[[Path], str] | None = None) -> list[str]:
+        """What the terminal summary says about the reports (paths below the working directory shortened)."""
+        shown = shown or relative
+        folder = self.folder
+        lines = [
+            f"report: {shown(folder / MARKDOWN)} (PR comment), {shown(folder / HTML)} (plots), "
+            f"{shown(folder / JSON)} (for tools)"
+        ]
+        if self.traces:
+            names = ", ".join(p.name for p in self.traces)
+            lines.append(f"traces of regressed benchmarks in {shown(folder / TRACES)}/: {names}")
+        return lines + list(self.notes)
+
+
+def _trace_pair(item: Item, d: diff.BenchmarkDiff, folder: Path, redactor: Redactor | None) -> diff.TracePair:
+    stem = safe_name(d.benchmark)
+    written: dict[str, str | None] = {"baseline": None, "current": None}
+    notes = []
+    sources = {"baseline": (item.base_trace, ()), "current": (item.current_trace, item.current.total.samples)}
+    for role, (source, totals) in sources.items():
+        if source is None or not source.is_file():
+            notes.append(
+                "the baseline has no stored trace (re-record it with --kernelgate-save to keep one)"
+                if role == "baseline"
+                else "no trace of this run was found"
+            )
+            continue
+        try:
+            doc = trace_store.load(source)
+            doc = doc if role == "baseline" else trace_store.excerpt(doc, totals)
+        except (OSError, ValueError) as exc:  # unreadable, not JSON, not a profile: the report goes on
+            notes.append(f"the {role} trace {source} was not copied ({exc})")
+            continue
+        if redactor is not None:
+            doc = trace_store.redact(doc, redactor)
+        name = f"{stem}.{role}{trace_store.SUFFIX}"
+        trace_store.write(trace_store.encode(doc), folder / TRACES / name)
+        written[role] = f"{TRACES}/{name}"
+    return diff.TracePair(written["baseline"], written["current"], "; ".join(notes))
+
+
+def build_diffs(items: Sequence[Item], folder: Path, redactor: Redactor | None) -> list[diff.BenchmarkDiff]:
+    out = []
+    for item in items:
+        comparison, base, current = item.comparison, item.base, item.current
+        history = item.history
+        if redactor is not None:
+            comparison = redactor.comparison(comparison)
+            base, current = redactor.measurement(base), redactor.measurement(current)
+            history = tuple((label, redactor.measurement(m)) for label, m in history)
+        d = diff.build(comparison, base, current, history)
+        if d.failed:
+            d = dataclasses.replace(d, traces=_trace_pair(item, d, folder, redactor))
+        out.append(d)
+    return out
+
+
+def publish(items: Sequence[Item], folder: Path, redact: bool = False, footer: str = "") -> Published:
+    folder.mkdir(parents=True, exist_ok=True)
+    for stale in (folder / TRACES).glob(f"*{trace_store.SUFFIX}"):
+        stale.unlink()
+    redactor = Redactor.from_environment() if redact else None
+    diffs = build_diffs(items, folder, redactor)
+    (folder / MARKDOWN).write_text(report_markdown.render(diffs, footer=footer), encoding="utf-8")
+    (folder / HTML).write_text(report_html.render(diffs), encoding="utf-8")
+    (folder / JSON).write_text(report_json.render(diffs), encoding="utf-8")
+    (folder / report_data.FILE).write_text(report_data.render(diffs), encoding="utf-8")  # for merging
+    traces = tuple(sorted((folder / TRACES).glob(f"*{trace_store.SUFFIX}")))
+    notes = tuple(f"{d.benchmark}: {d.traces.note}" for d in diffs if d.traces is not None and d.traces.note)
+    return Published(folder, any(d.failed for d in diffs), traces, notes)
+
+
+def load_history(
+    folder: Path | None, fullnames: Iterable[str]
+) -> tuple[dict[str, list[tuple[str, Measurement]]], list[str]]:
+    """Older baseline files in ``folder`` (sorted by name; the name is the label), per benchmark."""
+    history: dict[str, list[tuple[str, Measurement]]] = {name: [] for name in fullnames}
+    notes: list[str] = []
+    if folder is None:
+        return history, notes
+    if not folder.is_dir():
+        return history, [f"history: {folder} is not a folder; no history plot"]
+    for path in sorted(folder.glob("*.json")):
+        try:
+            entries = baseline.load(path)
+        except baseline.BaselineError as exc:
+            notes.append(f"history: skipped {exc}")
+            continue
+        for name, points in history.items():
+            if name in entries:
+                points.append((path.stem, entries[name].measurement))
+    return history, notes
+
+
+def session_items(state: State, history_dir: Path | None) -> tuple[list[Item], list[str]]:
+    """The compared benchmarks of a pytest session, with their baseline and current measurements."""
+    current = {e.measurement.benchmark: e for e in state.measured}
+    history, notes = load_history(history_dir, (e.fullname for e in state.measured))
+    items = []
+    for comparison in state.comparisons:
+        if not comparison.of(Scope.TOTAL):  # a cold start: its phases are in the terminal summary
+            continue
+        entry = current.get(comparison.benchmark)
+        path = baseline.path_for(state.config.baseline_dir, comparison.arch)
+        base = state.baselines.get(path, {}).get(entry.fullname) if entry is not None else None
+        if entry is None or base is None:
+            notes.append(
+                f"report: {comparison.benchmark} left out, its measurements were not kept "
+                "(is pytest-benchmark disabled?)"
+            )
+            continue
+        items.append(
+            Item(
+                comparison,
+                base.measurement,
+                entry.measurement,
+                tuple(history.get(entry.fullname, ())),
+                trace_store.baseline_trace(state.config.baseline_dir, comparison.arch, comparison.benchmark),
+                trace_store.current_trace(state.options.out_dir, entry.fullname),
+            )
+        )
+    return items, notes

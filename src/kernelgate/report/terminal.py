@@ -1,0 +1,211 @@
+"""Render comparisons for people: the failure message of a test and the terminal summary."""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING
+
+from rich.console import Console
+from rich.table import Table
+
+from kernelgate.config import Scope
+from kernelgate.measure import timesplit
+from kernelgate.verdict.compare import Comparison, Delta, Verdict
+
+if TYPE_CHECKING:
+    from kernelgate.machine.environment import Change
+    from kernelgate.measure.results import Measurement
+
+KERNEL_NAME_WIDTH = 90
+KERNELS_PER_LAYER = 3
+
+
+def short(name: str, width: int = KERNEL_NAME_WIDTH) -> str:
+    return name if len(name) <= width else name[: width - 1] + "…"
+
+
+def us(value: float | None) -> str:
+    return "—" if value is None else f"{value:.1f} µs"
+
+
+def pct(value: float | None) -> str:
+    return "—" if value is None else f"{value:+.1f} %"
+
+
+def rel(value: float) -> str:
+    """A threshold as a percentage: 0.025 -> '2.5 %'."""
+    return f"{100 * value:.3g} %"
+
+
+def limit(delta: Delta) -> str:
+    return f"{rel(delta.threshold.rel)}, floor {delta.threshold.floor_us:g} µs"
+
+
+def evidence(delta: Delta) -> str:
+    """Significance, noise and confirmation of a verdict, where the rule computed them."""
+    parts = []
+    if delta.p_value is not None:
+        parts.append(f"p={delta.p_value:.1g}")
+    if delta.noise_pct is not None and delta.noise_pct > 0:
+        parts.append(f"round spread {delta.noise_pct:.1f} %")
+    if delta.confirm_us is not None and not delta.note:
+        parts.append(f"confirmed in a fresh process: {us(delta.confirm_us)}")
+    if delta.note:
+        parts.append(delta.note)
+    return "; ".join(parts)
+
+
+def _line(delta: Delta, label: str) -> str:
+    extra = evidence(delta)
+    return (
+        f"{label}: {us(delta.baseline_us)} -> {us(delta.current_us)} "
+        f"({pct(delta.delta_pct)}, {delta.delta_us:+.1f} µs; threshold {limit(delta)}"
+        f"{'; ' + extra if extra else ''})"
+    )
+
+
+def _kernel_line(delta: Delta) -> str:
+    if delta.verdict is Verdict.NEW:
+        change = f"new, {us(delta.current_us)}"
+    elif delta.verdict is Verdict.MISSING:
+        change = f"gone, was {us(delta.baseline_us)}"
+    else:
+        change = f"{us(delta.baseline_us)} -> {us(delta.current_us)} ({pct(delta.delta_pct)}{_calls(delta)})"
+    return f"      {change}  {short(delta.name)}"
+
+
+def _calls(delta: Delta) -> str:
+    """A hint when the kernel ran more or fewer times per iteration."""
+    before, after = delta.baseline_calls, delta.current_calls
+    if before is None or after is None or before == after:
+        return ""
+    return f", launches/iter {before:g} -> {after:g}"
+
+
+def layer_label(layer: str, types: dict[str, str]) -> str:
+    return f"{layer} {types.get(layer, '')}".rstrip()
+
+
+def failure_message(
+    comparison: Comparison, layer_types: dict[str, str], baseline_path: str, changes: Sequence[Change] = ()
+) -> str:
+    """The message of a failing benchmark test: what got slower, by how much, against what, and
+    which environment changes (driver, torch, cuDNN, ultralytics, variables) may explain it."""
+    failures = comparison.failures
+    layers = [d for d in failures if d.scope is Scope.LAYER]
+    lines = [
+        f"kernelgate: {comparison.benchmark} on {comparison.arch}: "
+        f"{len(layers)} layer(s), {len([d for d in failures if d.scope is Scope.KERNEL])} kernel(s)"
+        f"{' and the total' if any(d.scope is Scope.TOTAL for d in failures) else ''} over threshold"
+    ]
+    for delta in failures:
+        if delta.scope is Scope.TOTAL:
+            lines.append("  " + _line(delta, "total GPU time"))
+    for delta in layers:
+        lines.append(
+            "  " + _line(delta, f"{delta.verdict.value.upper()} {layer_label(delta.name, layer_types)}")
+        )
+        kernels = [k for k in comparison.kernels_of(delta.name) if k.verdict is not Verdict.UNCHANGED]
+        for kernel in (kernels or list(comparison.kernels_of(delta.name)))[:KERNELS_PER_LAYER]:
+            lines.append(_kernel_line(kernel))
+    for delta in failures:
+        if delta.scope is Scope.KERNEL and delta.layer not in {d.name for d in layers}:
+            lines.append("  " + _line(delta, f"{delta.verdict.value.upper()} kernel in {delta.layer}"))
+            lines.append(f"      {short(delta.name)}")
+    others = {
+        v: len(
+            [
+                d
+                for d in comparison.deltas
+                if d.verdict is v and d not in failures and d.scope is not Scope.KERNEL
+            ]
+        )
+        for v in (Verdict.IMPROVED, Verdict.NEW, Verdict.MISSING)
+    }
+    extra = ", ".join(f"{n} {v.value}" for v, n in others.items() if n)
+    if extra:
+        lines.append(f"  not failing: {extra} layer(s)")
+    lines += environment_lines(changes)
+    lines += [f"  note: {note}" for note in comparison.notes]
+    lines.append(f"  baseline: {baseline_path}")
+    lines.append(
+        "  if this change is intended, re-record: "
+        f"pytest benchmarks --kernelgate-save -k '{comparison.benchmark}'"
+    )
+    return "\n".join(lines)
+
+
+def environment_lines(changes: Sequence[Change]) -> list[str]:
+    if not changes:
+        return []
+    return [
+        "  environment changed since the baseline (may explain it): " + "; ".join(str(c) for c in changes)
+    ]
+
+
+def time_split_lines(measurements: Iterable[Measurement]) -> str:
+    """Per benchmark, where the time of a forward goes: device busy against host overhead."""
+    lines = [f"{m.benchmark}: {timesplit.sentence(m)}" for m in measurements if m.busy.n]
+    return "".join(f"{line}\n" for line in (["where the time goes (medians):", *lines] if lines else []))
+
+
+def summary_table(
+    comparisons: Sequence[Comparison],
+    width: int = 120,
+    measurements: Mapping[str, Measurement] | None = None,
+) -> str:
+    """A short table of what failed, or one line per benchmark when all passed; with
+    ``measurements`` (by benchmark id), where the time of each compared benchmark goes below it."""
+    table = Table(show_lines=False)
+    for column, justify in (
+        ("benchmark", "left"),
+        ("what", "left"),
+        ("baseline", "right"),
+        ("current", "right"),
+        ("delta", "right"),
+        ("threshold", "right"),
+        ("verdict", "left"),
+    ):
+        table.add_column(column, justify="left" if justify == "left" else "right")
+    for comparison in comparisons:
+        rows = [d for d in comparison.failures if d.scope is not Scope.KERNEL] or [
+            d for d in comparison.deltas if d.scope is Scope.TOTAL
+        ]
+        for delta in rows:
+            table.add_row(
+                comparison.benchmark,
+                delta.name,
+                us(delta.baseline_us),
+                us(delta.current_us),
+                pct(delta.delta_pct),
+                rel(delta.threshold.rel),
+                delta.verdict.value if not comparison.failed or delta in comparison.failures else "pass",
+            )
+    known = measurements or {}
+    found = [known[c.benchmark] for c in comparisons if c.benchmark in known]
+    return _render(table, width) + time_split_lines(found)
+
+
+def _render(table: Table, width: int) -> str:
+    buffer = io.StringIO()
+    Console(file=buffer, width=width, force_terminal=False, color_system=None).print(table)
+    return buffer.getvalue()
+
+
+def layer_table(comparison: Comparison, layer_types: dict[str, str], width: int = 120) -> str:
+    """Every layer of one benchmark (and the total) with its delta and verdict."""
+    table = Table(title=f"{comparison.benchmark} on {comparison.arch}", title_justify="left")
+    for column in ("layer", "type", "baseline", "current", "delta", "threshold", "verdict"):
+        table.add_column(column, justify="left" if column in {"layer", "type", "verdict"} else "right")
+    for delta in comparison.of(Scope.TOTAL) + comparison.of(Scope.LAYER):
+        table.add_row(
+            delta.name,
+            layer_types.get(delta.name, ""),
+            us(delta.baseline_us),
+            us(delta.current_us),
+            pct(delta.delta_pct),
+            rel(delta.threshold.rel),
+            delta.verdict.value,
+        )
+    return _render(table, width)

@@ -1,0 +1,82 @@
+"""Rounds in separate processes: record a multi-round baseline, or A/B two commits on one GPU.
+
+A/B measures the base commit and the working tree in the same job, alternating rounds
+(base, head, base, head, ...) so that drift of the machine falls on both sides alike, then compares
+the two multi-round results with the same verdict as the gate. Both sides run the installed
+kernelgate; each side's own benchmarks/ and code come from its tree.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from kernelgate.baseline import store as baseline
+
+
+@dataclass(frozen=True)
+class Side:
+    name: str
+    tree: Path
+    baseline_dir: Path
+
+
+def pytest_round(tree: Path, baseline_dir: Path, first: bool, out_dir: Path, args: Sequence[str]) -> int:
+    """One round: a fresh pytest process that saves (or appends) into ``baseline_dir``."""
+    command = [
+        sys.executable, "-m", "pytest", *args, "-p", "no:cacheprovider", "--kernelgate",
+        "--kernelgate-save", f"--kernelgate-baseline-dir={baseline_dir}", f"--kernelgate-out={out_dir}",
+    ]  # fmt: skip
+    if not first:
+        command.append("--kernelgate-append")
+    print("kernelgate:", " ".join(command), f"(in {tree})", flush=True)
+    return subprocess.run(command, cwd=tree, check=False).returncode
+
+
+def record(rounds: int, args: Sequence[str], tree: Path) -> int:
+    """``rounds`` pytest processes recording one baseline: the first replaces, the rest append."""
+    for i in range(rounds):
+        code = pytest_round(tree, tree / "baselines", i == 0, tree / ".kernelgate", args)
+        if code != 0:
+            print(f"kernelgate: round {i + 1} of {rounds} exited {code}; the baseline has {i} round(s).")
+            return code
+    return 0
+
+
+def worktree(repo: Path, ref: str, where: Path) -> Path:
+    """A detached git worktree of ``ref`` at ``where`` (replacing an earlier one)."""
+    if where.exists():
+        subprocess.run(["git", "worktree", "remove", "--force", str(where)], cwd=repo, check=False)
+        shutil.rmtree(where, ignore_errors=True)
+    subprocess.run(["git", "worktree", "add", "--detach", str(where), ref], cwd=repo, check=True)
+    return where
+
+
+def run_ab(repo: Path, ref: str, rounds: int, args: Sequence[str], work: Path) -> tuple[Path, Path] | None:
+    """Alternate ``rounds`` rounds of base and head; return the two result files (base, head)."""
+    work.mkdir(parents=True, exist_ok=True)
+    # outside the repository: pytest must not find the head's pyproject.toml above the base tree
+    base_tree = worktree(repo, ref, Path(tempfile.mkdtemp(prefix="kernelgate-ab-")) / "base-tree")
+    sides = [Side("base", base_tree, work / "base"), Side("head", repo, work / "head")]
+    for side in sides:
+        shutil.rmtree(side.baseline_dir, ignore_errors=True)
+    try:
+        for i in range(rounds):
+            for side in sides:
+                code = pytest_round(side.tree, side.baseline_dir, i == 0, work / f"out-{side.name}", args)
+                if code not in (0,):
+                    print(f"kernelgate: {side.name} round {i + 1} exited {code}; stopping the A/B run.")
+                    return None
+    finally:
+        subprocess.run(["git", "worktree", "remove", "--force", str(base_tree)], cwd=repo, check=False)
+        shutil.rmtree(base_tree.parent, ignore_errors=True)
+    files = [next(side.baseline_dir.glob(f"*/{baseline.FILE_NAME}"), None) for side in sides]
+    if files[0] is None or files[1] is None:
+        print(f"kernelgate: the A/B rounds wrote no results under {work}.")
+        return None
+    return files[0], files[1]
