@@ -11,7 +11,7 @@ import pytest
 
 SUITE = """
 import torch
-from kernelgate.measure.attribute import Layers
+from kernelgate.models.layers import Layers
 
 LAYERS = Layers({"0": "Conv2d", "1": "Conv2d"})
 

@@ -10,7 +10,8 @@ import pytest
 from factories import gpu, launched, module_range, step
 
 from kernelgate.measure import attribute, trace
-from kernelgate.measure.attribute import UNATTRIBUTED, Layers
+from kernelgate.measure.attribute import UNATTRIBUTED
+from kernelgate.models.layers import Layers
 
 REAL_TRACE = Path(__file__).parent / "data" / "yolov8n-fp16-h200-2steps.trace.json.gz"
 YOLO_LAYERS = Layers({f"model.{i}": "" for i in range(23)})

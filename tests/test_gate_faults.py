@@ -16,7 +16,7 @@ pytestmark = pytest.mark.filterwarnings("ignore::pytest.PytestAssertRewriteWarni
 
 SUITE = """
 import torch
-from kernelgate.measure.attribute import Layers
+from kernelgate.models.layers import Layers
 
 
 def test_tiny(kernelgate):

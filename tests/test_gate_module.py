@@ -10,7 +10,7 @@ import pytest
 SUITE = """
 import pytest
 import torch
-from kernelgate.measure.attribute import Layers
+from kernelgate.models.layers import Layers
 
 LAYERS = Layers({"0": "Conv2d", "1": "ReLU", "2": "Conv2d"})
 

@@ -46,7 +46,7 @@ def test_real_yolo_profiles_hold_together(tmp_path: Path, precision: str) -> Non
 
 SUITE = """
 import torch
-from kernelgate.measure.attribute import Layers
+from kernelgate.models.layers import Layers
 
 LAYERS = Layers({"0": "Conv2d", "1": "Module"})
 

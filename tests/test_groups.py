@@ -11,9 +11,9 @@ from factories import measurement
 from real_data import BASE, SLOWED, YOLOV8N_GROUPS, entry
 
 from kernelgate.baseline import store as baseline
-from kernelgate.measure import attribute
+from kernelgate.measure import attribute, grouped
 from kernelgate.measure.results import Dist, LayerStat
-from kernelgate.models import groups
+from kernelgate.models import groups, matrix
 from kernelgate.models import yolo as model
 from kernelgate.models.groups import BACKBONE, HEAD, MODEL, NECK, NMS, OTHER, PREPROCESS
 
@@ -84,7 +84,7 @@ def test_stage_names_map_to_their_groups_whatever_the_model_says() -> None:
 def test_a_group_s_time_is_the_median_of_per_iteration_sums() -> None:
     m = measurement({"model.0": [1.0, 10.0, 1.0], "model.1": [10.0, 1.0, 1.0], "input": [2.0, 2.0, 2.0]})
     m = dataclasses.replace(m, groups={"model.0": BACKBONE, "model.1": BACKBONE})
-    found = groups.group_times(m)
+    found = grouped.group_times(m)
     assert list(found) == [BACKBONE, PREPROCESS]  # in ORDER, not in layer order
     assert found[BACKBONE] == Dist((11.0, 11.0, 2.0))
     assert found[BACKBONE].median == 11.0  # the sum of the layer medians would be 2.0
@@ -95,13 +95,13 @@ def test_group_times_keep_the_rounds() -> None:
     m = dataclasses.replace(
         measurement(), layers=(LayerStat("model.0", "Conv", rounds), LayerStat("model.1", "C2f", rounds))
     )
-    assert groups.group_times(m)[MODEL] == Dist((2.0, 4.0, 6.0, 8.0), (2, 2))
+    assert grouped.group_times(m)[MODEL] == Dist((2.0, 4.0, 6.0, 8.0), (2, 2))
 
 
 def test_layers_of_unequal_sample_counts_are_refused() -> None:
     m = measurement({"model.0": [1.0, 2.0], "model.1": [1.0, 2.0, 3.0]})
     with pytest.raises(ValueError, match="samples"):
-        groups.group_times(m)
+        grouped.group_times(m)
 
 
 def test_records_without_groups_still_load_and_group_by_stage() -> None:
@@ -114,7 +114,7 @@ def test_records_without_groups_still_load_and_group_by_stage() -> None:
     assert len(records) >= 2
     for m in records:
         assert m.groups == {}
-        assert list(groups.group_times(m)) == [PREPROCESS, MODEL]
+        assert list(grouped.group_times(m)) == [PREPROCESS, MODEL]
 
 
 def test_the_committed_baselines_carry_their_groups() -> None:
@@ -126,13 +126,13 @@ def test_the_committed_baselines_carry_their_groups() -> None:
     ]
     assert records
     for m in records:
-        found = set(groups.group_times(m))
+        found = set(grouped.group_times(m))
         assert {BACKBONE, NECK, HEAD, PREPROCESS} <= found, (m.benchmark, found)
 
 
 def test_a_record_with_groups_splits_the_total() -> None:
     m = dataclasses.replace(entry(BASE).measurement, groups=YOLOV8N_GROUPS)
-    found = {g: round(d.median, 1) for g, d in groups.group_times(m).items()}
+    found = {g: round(d.median, 1) for g, d in grouped.group_times(m).items()}
     assert found == {BACKBONE: 540.0, NECK: 281.3, HEAD: 305.6, PREPROCESS: 46.8}
 
 
@@ -149,17 +149,17 @@ def test_a_record_with_groups_splits_the_total() -> None:
     ],
 )
 def test_model_name_of_a_benchmark_id(bench_id: str, name: str | None) -> None:
-    assert groups.model_name(bench_id) == name
+    assert matrix.model_name(bench_id) == name
 
 
 def test_inferred_groups_of_an_old_record(ultralytics_tasks: object) -> None:
     old = entry(BASE).measurement
-    assert groups.inferred(old).groups == YOLOV8N_GROUPS
-    grouped = dataclasses.replace(old, groups={"model.0": HEAD})
-    assert groups.inferred(grouped) is grouped  # groups it has are kept
+    assert grouped.inferred(old).groups == YOLOV8N_GROUPS
+    with_groups = dataclasses.replace(old, groups={"model.0": HEAD})
+    assert grouped.inferred(with_groups) is with_groups  # groups it has are kept
     custom = dataclasses.replace(old, benchmark="my-net")
-    assert groups.inferred(custom) is custom
+    assert grouped.inferred(custom) is custom
     unknown = dataclasses.replace(old, benchmark="nosuchmodel-fp16-bs1-640")
-    assert groups.inferred(unknown) is unknown
+    assert grouped.inferred(unknown) is unknown
     bigger = dataclasses.replace(old, layers=(*old.layers, LayerStat("model.40", "Conv", old.total)))
-    assert groups.inferred(bigger) is bigger  # its layers do not fit yolov8n
+    assert grouped.inferred(bigger) is bigger  # its layers do not fit yolov8n

@@ -13,8 +13,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from kernelgate.measure import attribute, trace
-from kernelgate.measure.attribute import Layers
 from kernelgate.measure.results import Dist, KernelStat, LayerStat, Measurement, build
+from kernelgate.models.layers import Layers
 
 LAYERS = Layers({"model.0": "Conv", "model.9": "SPPF", "model.10": "Upsample"})
 CONV = "void implicit_convolve_sgemm<float, 3>(int, float*)"

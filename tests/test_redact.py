@@ -10,7 +10,7 @@ from pathlib import Path
 
 from real_data import DATA, slowed_item
 
-from kernelgate.models import groups
+from kernelgate.measure import grouped
 from kernelgate.report import publish, trace_store
 from kernelgate.report.redact import Redactor
 
@@ -77,9 +77,9 @@ def test_layers_keep_their_groups_under_hashed_names() -> None:
     assert hidden.groups[r.layer("model.2")] == "backbone"
     assert hidden.groups["input"] == "preprocess"
     assert not any(name.startswith("model.") for name in hidden.groups)
-    assert groups.group_times(hidden) == groups.group_times(m)
+    assert grouped.group_times(hidden) == grouped.group_times(m)
 
 
 def test_an_old_record_redacted_still_groups_its_stages() -> None:
     m = dataclasses.replace(slowed_item().current, groups={})
-    assert groups.group_times(Redactor().measurement(m)) == groups.group_times(m)
+    assert grouped.group_times(Redactor().measurement(m)) == grouped.group_times(m)

@@ -10,7 +10,7 @@ import pytest
 
 SUITE = """
 import torch
-from kernelgate.measure.attribute import Layers
+from kernelgate.models.layers import Layers
 
 LAYERS = Layers(
     {"firstconv": "Conv2d", "midrelu": "ReLU", "lastconv": "Conv2d"},

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from kernelgate.measure.attribute import Layers
+from kernelgate.models.layers import Layers
 
 LAYERS = Layers({"firstconv": "Conv2d", "midrelu": "ReLU", "lastconv": "Conv2d"})
 

@@ -265,7 +265,7 @@ def _merge(argv: Sequence[str]) -> int:
 
 
 def _groups(args: argparse.Namespace) -> int:
-    from kernelgate.models import groups
+    from kernelgate.measure import grouped
     from kernelgate.report import groups as report_groups
 
     measurements: list[Measurement] = []
@@ -277,7 +277,7 @@ def _groups(args: argparse.Namespace) -> int:
             print(f"kernelgate: {exc}", file=sys.stderr)
             return 2
         found = [e.measurement for e in entries.values() if coldgate.record_of(e) is None]
-        measurements += [groups.inferred(m) for m in found] if args.infer else found
+        measurements += [grouped.inferred(m) for m in found] if args.infer else found
         sources += [name] * len(found)
     if not measurements:
         print(f"kernelgate: no kernel benchmark in {', '.join(args.results)}", file=sys.stderr)

@@ -336,7 +336,7 @@ def build(
 ) -> Measurement:
     """Aggregate attributed activities (see :func:`kernelgate.measure.attribute.attribute`) per iteration.
 
-    ``groups`` (layer -> group, :attr:`kernelgate.measure.attribute.Layers.groups`) is kept for the layers
+    ``groups`` (layer -> group, :attr:`kernelgate.models.layers.Layers.groups`) is kept for the layers
     that ran."""
     from kernelgate.measure.attribute import busy_us
 

@@ -15,15 +15,11 @@ layers read as :data:`MODEL`.
 
 from __future__ import annotations
 
-import dataclasses
-import re
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from kernelgate.measure.results import Dist
-
 if TYPE_CHECKING:
-    from kernelgate.measure.results import Measurement
+    pass
 
 BACKBONE = "backbone"
 NECK = "neck"
@@ -91,32 +87,6 @@ def yaml_groups(model: str) -> dict[str, str]:
     return yolo_groups(len(backbone) + len(head), len(backbone))
 
 
-def model_name(benchmark: str) -> str | None:
-    """``yolov8n-fp16-bs1-640-graph`` -> ``yolov8n``: the model of an id as ``YoloSpec.id`` writes it."""
-    from kernelgate.models.yolo import PRECISIONS
-
-    precision = "|".join(map(re.escape, PRECISIONS))
-    found = re.match(rf"(.+?)-(?:{precision})-bs\d+-\d+(?:-|$)", benchmark)
-    return found.group(1) if found else None
-
-
-def inferred(m: Measurement) -> Measurement:
-    """``m`` with the groups of the Ultralytics model its id names, where it has none (a record
-    written before groups existed); unchanged where the id names no bundled model or the model's
-    layers do not fit the record's."""
-    name = model_name(m.benchmark)
-    if m.groups or name is None:
-        return m
-    try:
-        found = yaml_groups(name)
-    except (ImportError, OSError, KeyError, TypeError):
-        return m
-    layers = [lay.name for lay in m.layers if lay.name.startswith("model.")]
-    if not all(layer in found for layer in layers):
-        return m
-    return dataclasses.replace(m, groups={layer: found[layer] for layer in layers})
-
-
 def group_of(layer: str, groups: Mapping[str, str]) -> str:
     """The group of one top-level layer: a stage by its name, else as ``groups`` says, else :data:`MODEL`."""
     return STAGES.get(layer) or groups.get(layer, MODEL)
@@ -126,23 +96,3 @@ def ordered(names: Sequence[str] | set[str]) -> list[str]:
     """Group names in :data:`ORDER`; names it does not know after them, sorted."""
     known = [g for g in ORDER if g in names]
     return known + sorted(set(names) - set(ORDER))
-
-
-def group_times(m: Measurement) -> dict[str, Dist]:
-    """Per group, its layers' times summed per iteration (medians of these are the group's time).
-
-    Groups without a layer are left out; keys are in :data:`ORDER`.
-    """
-    sums: dict[str, list[float]] = {}
-    rounds: dict[str, tuple[int, ...]] = {}
-    for lay in m.layers:
-        group = group_of(lay.name, m.groups)
-        samples = lay.time.samples
-        total = sums.setdefault(group, [0.0] * len(samples))
-        if len(total) != len(samples):
-            raise ValueError(
-                f"{m.benchmark}: layer {lay.name} has {len(samples)} samples, others of {group} {len(total)}"
-            )
-        sums[group] = [a + b for a, b in zip(total, samples, strict=True)]
-        rounds.setdefault(group, lay.time.rounds)
-    return {g: Dist(tuple(sums[g]), rounds[g]) for g in ordered(set(sums))}

@@ -18,13 +18,14 @@ at collection time.
 from __future__ import annotations
 
 import itertools
+import re
 import tomllib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
-from kernelgate.models.yolo import YoloSpec
+from kernelgate.models.yolo import PRECISIONS, YoloSpec
 
 # group key -> YoloSpec field; every group key takes a list
 AXES = {
@@ -154,3 +155,10 @@ def skip_reason(spec: YoloSpec, gpu: bool) -> str | None:
     if not gpu and spec.mode == "graph":
         return f"{spec.id}: CUDA-graph mode needs a CUDA GPU"
     return None
+
+
+def model_name(benchmark: str) -> str | None:
+    """``yolov8n-fp16-bs1-640-graph`` -> ``yolov8n``: the model of an id as ``YoloSpec.id`` writes it."""
+    precision = "|".join(map(re.escape, PRECISIONS))
+    found = re.match(rf"(.+?)-(?:{precision})-bs\d+-\d+(?:-|$)", benchmark)
+    return found.group(1) if found else None

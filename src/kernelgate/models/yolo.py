@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from kernelgate.measure.attribute import Layers
+    from kernelgate.models.layers import Layers
 
 # fp16/bf16: weights and input cast (``model.half()``); amp-*: fp32 weights under torch.autocast.
 PRECISIONS = ("fp32", "fp16", "bf16", "amp-fp16", "amp-bf16")
@@ -280,8 +280,8 @@ def layers_of(model: Any) -> Layers:
     """Top-level layers: ``model.N`` of an Ultralytics model, else the module's direct children."""
     import torch
 
-    from kernelgate.measure.attribute import Layers
     from kernelgate.models.groups import groups_of
+    from kernelgate.models.layers import Layers
 
     inner = getattr(model, "model", None)
     if isinstance(inner, torch.nn.Sequential):

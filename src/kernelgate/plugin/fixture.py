@@ -25,7 +25,7 @@ from kernelgate.config import MissingBaseline, Policy
 from kernelgate.machine import environment
 from kernelgate.measure import attribute, faults, integrity, profile, timing, trace
 from kernelgate.measure import results as measure
-from kernelgate.measure.attribute import Layers
+from kernelgate.models.layers import Layers
 from kernelgate.models.yolo import (
     YoloSpec,
     build_detection_model,

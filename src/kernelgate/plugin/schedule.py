@@ -26,7 +26,7 @@ from typing import Any
 
 from xdist.scheduler import LoadScheduling  # type: ignore[import-untyped]
 
-from kernelgate.models.groups import model_name
+from kernelgate.models.matrix import model_name
 
 COLDSTART_S = 14.0  # benchmarks/test_coldstart.py, one scenario: a priming and three timed processes
 COMPILE_S = 9.0  # a torch.compile configuration (32 s for the first of a process, 8-11 s after)

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from kernelgate.measure import timesplit
+from kernelgate.measure import grouped, timesplit
 from kernelgate.models import groups
 from kernelgate.report.labels import DASH
 
@@ -58,7 +58,7 @@ def frame(measurements: Sequence[Measurement], sources: Sequence[str] = ()) -> p
     for i, m in enumerate(measurements):
         row: dict[str, Any] = {INDEX: m.benchmark + ("" if m.reliable else UNRELIABLE), ARCH: m.arch}
         row |= {FILE: sources[i] if i < len(sources) else "", "device": m.device}
-        row |= {name: dist.median for name, dist in groups.group_times(m).items()}
+        row |= {name: dist.median for name, dist in grouped.group_times(m).items()}
         split = timesplit.split(m)
         row |= {"total": m.total.median, "busy": m.busy.median}
         if split is not None:

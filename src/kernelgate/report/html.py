@@ -16,8 +16,8 @@ from typing import Any
 import jinja2
 from markupsafe import Markup
 
+from kernelgate.measure.naming import kernel_label, module_label
 from kernelgate.report import labels, plots
-from kernelgate.report.labels import kernel_label, module_label
 from kernelgate.report.markdown import group_summary, verdict_line
 from kernelgate.verdict.compare import Delta, Verdict
 from kernelgate.verdict.diff import BenchmarkDiff

@@ -3,25 +3,11 @@
 from __future__ import annotations
 
 import enum
-import re
 from typing import Any
 
 from kernelgate.verdict.compare import Delta
 
 DASH = "—"
-
-
-def kernel_label(name: str) -> str:
-    """``at::native::batch_norm_transform_input_kernel<c10::Half, …>`` -> its plain name."""
-    head = name.split("<", 1)[0].strip()
-    return head.rsplit("::", 1)[-1] or name
-
-
-def module_label(module: str, layer: str) -> str:
-    """``model.2.cv1.bn`` in layer ``model.2`` -> ``cv1.bn``; the layer itself stays as it is."""
-    if module.startswith(layer + "."):
-        return module[len(layer) + 1 :]
-    return module
 
 
 def us(value: float | None) -> str:
@@ -56,13 +42,3 @@ def verdict(value: enum.Enum) -> str:
 
 def threshold(delta: Delta) -> str:
     return f"{100 * delta.threshold.rel:g} % / {delta.threshold.floor_us:g} µs"
-
-
-def cudnn_version(raw: str) -> str:
-    """torch.backends.cudnn.version(): 91900 -> 9.19.0 (cuDNN 9), 8907 -> 8.9.7 (cuDNN 8)."""
-    if not re.fullmatch(r"\d+", raw):
-        return raw
-    v = int(raw)
-    if v >= 90000:
-        return f"{v // 10000}.{v % 10000 // 100}.{v % 100}"
-    return f"{v // 1000}.{v % 1000 // 100}.{v % 100}"

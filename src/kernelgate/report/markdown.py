@@ -15,10 +15,11 @@ import html
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 
+from kernelgate.measure.naming import kernel_label, module_label
 from kernelgate.measure.timesplit import TimeSplit
 from kernelgate.models.groups import ordered
 from kernelgate.report import labels
-from kernelgate.report.labels import kernel_label, module_label, pct, signed_us, us
+from kernelgate.report.labels import pct, signed_us, us
 from kernelgate.verdict.compare import Delta, Verdict
 from kernelgate.verdict.diff import BenchmarkDiff, EnvChange, GroupDiff, LayerDiff
 

@@ -12,10 +12,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from kernelgate.config import Scope
+from kernelgate.machine.software import cudnn_version
+from kernelgate.measure.grouped import group_times
 from kernelgate.measure.results import Measurement
 from kernelgate.measure.timesplit import TimeSplit, split
-from kernelgate.models.groups import group_times, ordered
-from kernelgate.report.labels import cudnn_version
+from kernelgate.models.groups import ordered
 from kernelgate.verdict.compare import Comparison, Delta, Verdict
 from kernelgate.verdict.hints import Hint, benchmark_hints, layer_hints
 

@@ -13,9 +13,9 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from kernelgate.measure.naming import kernel_label, module_label
 from kernelgate.measure.results import KernelStat, Measurement
 from kernelgate.measure.timesplit import Bound, busy_name, classify, is_gpu
-from kernelgate.report.labels import kernel_label, module_label
 
 EXAMPLES = 3
 OCCUPANCY_DROP_POINTS = 5.0
