@@ -16,7 +16,7 @@ RUNS = int(os.environ.get("KERNELGATE_COLDSTART_RUNS", "3"))
 
 def test_coldstart(kernelgate: Any, coldstart_case: tuple[str, str, int, str]) -> None:
     model, precision, imgsz, scenario = coldstart_case
-    record = kernelgate.coldstart.phases(
+    record = kernelgate.coldstart(
         model=model, precision=precision, imgsz=imgsz, scenario=scenario, runs=RUNS
     )
     assert record.ok_runs, record.error
