@@ -89,8 +89,8 @@ def child(kind: str, out: Path) -> None:
     import torch
 
     from kernelgate.measure.execution import Runner, eager
+    from kernelgate.measure.pipeline import GPU_SCHEDULE, measure_module
     from kernelgate.models.yolo import YoloSpec, build_yolo, make_input
-    from kernelgate.plugin.fixture import GPU_SCHEDULE, measure_module
 
     imported = time.perf_counter() - t0
     rate = cycles_per_us(torch)

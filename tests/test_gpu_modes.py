@@ -18,8 +18,8 @@ def _measure(spec: Any, folder: Path) -> Any:
     import torch
 
     from kernelgate.measure import execution, profile
+    from kernelgate.measure.pipeline import measure_module
     from kernelgate.models.yolo import build_detection_model, layers_of, make_input
-    from kernelgate.plugin.fixture import measure_module
 
     net = build_detection_model(spec, "cuda")
     with torch.no_grad():

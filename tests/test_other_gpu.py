@@ -89,7 +89,7 @@ def test_the_option_reaches_the_session(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(
         """
         def test_option(request):
-            from kernelgate.plugin.hooks import STATE_KEY
+            from kernelgate.plugin.session import STATE_KEY
             assert request.config.stash[STATE_KEY].options.allow_other_gpu is True
         """
     )

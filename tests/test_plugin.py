@@ -19,7 +19,7 @@ def test_plugin_does_not_import_torch_or_pandas(pytester: pytest.Pytester) -> No
         import sys
 
         def test_lazy(request):
-            from kernelgate.plugin.hooks import STATE_KEY
+            from kernelgate.plugin.session import STATE_KEY
             assert request.config.stash.get(STATE_KEY, None) is not None, "kernelgate should be enabled"
             heavy = sorted(m for m in ("torch", "pandas", "ultralytics") if m in sys.modules)
             assert heavy == []
@@ -34,7 +34,7 @@ def test_not_enabled_without_table_or_option(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(
         """
         def test_state(request):
-            from kernelgate.plugin.hooks import STATE_KEY
+            from kernelgate.plugin.session import STATE_KEY
             assert request.config.stash.get(STATE_KEY, None) is None
         """
     )
@@ -47,7 +47,7 @@ def test_option_enables_and_disable_wins(pytester: pytest.Pytester) -> None:
         import sys
 
         def test_state(request):
-            from kernelgate.plugin.hooks import STATE_KEY
+            from kernelgate.plugin.session import STATE_KEY
             expected = request.config.getoption("kernelgate_disable")
             state = request.config.stash.get(STATE_KEY, None)
             assert (state is None) == bool(expected)
@@ -89,7 +89,7 @@ def test_cli_overrides_pyproject_and_rules_apply(pytester: pytest.Pytester) -> N
     pytester.makepyfile(
         """
         from kernelgate.config import Scope
-        from kernelgate.plugin.hooks import STATE_KEY
+        from kernelgate.plugin.session import STATE_KEY
 
         def test_config(request):
             gate = request.config.stash[STATE_KEY].config

@@ -1,4 +1,6 @@
-"""Names that become file names: test ids, benchmark ids, model names, architecture keys.
+"""Names that become file names (test ids, benchmark ids, model names, architecture keys), and paths
+as messages show them.
+
 
 A test id such as ``test_yolo[../../etc/passwd]`` or a 300-character parametrization must never
 escape its folder, hide itself (leading dot), or exceed the file system's 255-byte limit. Kept by
@@ -9,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from pathlib import Path
 
 MAX_LENGTH = 120
 _ALLOWED = re.compile(r"[^A-Za-z0-9._\-\[\]]+")
@@ -46,3 +49,11 @@ def check_component(name: str, what: str) -> str:
             f"(allowed: ASCII letters, digits and '._-[]', no leading dot); e.g. {safe_name(name)!r}"
         )
     return name
+
+
+def shown(path: Path) -> str:
+    """``path`` relative to the working directory where it lies below it (shorter messages)."""
+    try:
+        return str(path.resolve().relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)

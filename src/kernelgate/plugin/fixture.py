@@ -1,15 +1,12 @@
-"""One benchmark, end to end: time it, profile it, attribute it, compare it with its baseline.
-
-This is what the ``kernelgate`` fixture runs. torch is imported here, not in the plugin.
-"""
+"""The ``kernelgate`` fixture: run one benchmark (:mod:`kernelgate.measure.pipeline`), keep its record,
+compare it with its baseline, confirm a failure in a fresh process. torch is imported here, not in
+the plugin's hooks."""
 
 from __future__ import annotations
 
 import dataclasses
 import functools
 import json
-import subprocess
-import sys
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -19,12 +16,13 @@ from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec
 import pytest
 
 from kernelgate.baseline import store as baseline
-from kernelgate.baseline.names import safe_name
+from kernelgate.baseline.names import safe_name, shown
 from kernelgate.coldstart.phases import ChildSpec, ColdStart
 from kernelgate.config import MissingBaseline, Policy
 from kernelgate.machine import environment
-from kernelgate.measure import attribute, faults, integrity, profile, timing, trace
+from kernelgate.measure import faults, integrity, profile, timing
 from kernelgate.measure import results as measure
+from kernelgate.measure.pipeline import CPU_ROUNDS, CPU_SCHEDULE, GPU_ROUNDS, GPU_SCHEDULE, measure_module
 from kernelgate.models.layers import Layers
 from kernelgate.models.yolo import (
     YoloSpec,
@@ -34,17 +32,13 @@ from kernelgate.models.yolo import (
     make_input,
     slow_down,
 )
+from kernelgate.plugin import confirm
 from kernelgate.plugin.session import MissingBaselineWarning, NotComparedWarning, State
 from kernelgate.report.terminal import failure_message
 from kernelgate.verdict.compare import Comparison, compare, confirmed
 
 if TYPE_CHECKING:
     from kernelgate.measure.execution import Runner
-
-GPU_SCHEDULE = profile.Schedule(wait=1, warmup=2, active=20)
-CPU_SCHEDULE = profile.Schedule(wait=1, warmup=1, active=5)
-GPU_ROUNDS = 50
-CPU_ROUNDS = 10
 
 
 def pick_device(requested: str) -> str:
@@ -249,33 +243,6 @@ class KernelGate:
             pytest.fail(message, pytrace=False)
         warnings.warn(message, NotComparedWarning, stacklevel=2)
 
-    def _confirm(self) -> tuple[measure.Measurement | None, str]:
-        """Measure this benchmark again in a fresh process (a new round) and return its record."""
-        opts = self.state.options
-        folder = opts.out_dir / "confirm"
-        out = folder / f"{safe_name(self.node_name)}.json"
-        out.unlink(missing_ok=True)
-        command = [
-            sys.executable, "-m", "pytest", f"{self.node.path}::{self.node_name}",
-            "-p", "no:cacheprovider", "-q", "--benchmark-disable", "--kernelgate",
-            f"--kernelgate-confirm-out={out}", f"--kernelgate-device={self.device}",
-            f"--kernelgate-out={folder}",
-        ]  # fmt: skip
-        if opts.slow_layer:
-            command.append(f"--kernelgate-slow-layer={opts.slow_layer}:{opts.slow_extra_runs}")
-        if opts.iterations:
-            command.append(f"--kernelgate-iterations={opts.iterations}")
-        if opts.matrix:  # the same matrix, so that the node id exists in the child
-            command.append(f"--kernelgate-matrix={opts.matrix}")
-        command += [f"--kernelgate-only={text}" for text in opts.only]
-        done = subprocess.run(
-            command, cwd=self.node.config.rootpath, capture_output=True, text=True, timeout=900, check=False
-        )
-        if done.returncode != 0 or not out.is_file():
-            tail = (done.stdout + done.stderr).strip().splitlines()[-5:]
-            return None, f"confirm run failed (exit {done.returncode}): " + " | ".join(tail)
-        return measure.Measurement.from_json(json.loads(out.read_text(encoding="utf-8"))), ""
-
     def coldstart(
         self,
         model: str = "yolov8n",
@@ -289,11 +256,12 @@ class KernelGate:
         """Time ``runs`` cold starts of the model, each in a fresh process, and gate every phase
         against the baseline (:mod:`kernelgate.coldstart.gate`); ``scenario`` is one of
         :data:`kernelgate.coldstart.phases.SCENARIOS` (``empty``, ``warm``, ``ptx-jit``, ``ptx-jit-warm``)."""
-        from kernelgate.coldstart import gate as coldgate
+
+        from kernelgate.plugin import coldstart
 
         iterations = 50 if self.device.startswith("cuda") else 20  # forwards after the first
         spec = ChildSpec(model, precision, batch, imgsz, self.device, iterations)
-        return coldgate.run(self, spec, scenario, runs, prime)
+        return coldstart.run(self, spec, scenario, runs, prime)
 
     def _keep(self, result: measure.Measurement, stats: Any) -> None:
         if stats is None:
@@ -321,7 +289,7 @@ class KernelGate:
         _check_baseline_entry(entry, shown(path))
         comparison = compare(entry.measurement, result, self.state.config)
         if comparison.failed and self.state.config.confirm:
-            again, problem = self._confirm()
+            again, problem = confirm.remeasure(self)
             if again is not None and not again.reliable:
                 problem = "confirm run unreliable: " + "; ".join(again.unreliable_reasons)
                 again = None
@@ -405,62 +373,3 @@ def _keys(baseline_dir: Path) -> list[str]:
     if not baseline_dir.is_dir():
         return []
     return sorted(p.name for p in baseline_dir.iterdir() if (p / baseline.FILE_NAME).is_file())
-
-
-REFERENCE_SCHEDULE = profile.Schedule(wait=1, warmup=1, active=2)
-
-
-def measure_module(
-    torch: Any,
-    runner: Runner,
-    layers: Layers,
-    *,
-    bench_id: str,
-    device: str,
-    schedule: profile.Schedule,
-    wall_us: list[float],
-    trace_path: Path,
-) -> measure.Measurement:
-    """Profile, attribute and aggregate one round; read the GPU's state through NVML after it.
-
-    The record carries the reasons it cannot be trusted, if any (:mod:`kernelgate.measure.integrity`).
-    """
-    gpu = device.startswith("cuda")
-    extra: list[str] = []
-    profile.run(runner.step, runner.net if runner.hook_step else None, gpu=gpu, schedule=schedule,
-                trace_path=trace_path)  # fmt: skip
-    gpu_state = environment.gpu_state() if gpu else {}
-    parsed = trace.parse(trace_path, gpu=gpu)
-    frame = attribute.attribute(parsed, layers)
-    if runner.reference is not None:  # a CUDA-graph replay: name its kernels after an eager pass
-        from kernelgate.measure import graphs
-
-        eager_path = trace_path.with_name(trace_path.stem + ".eager.json")
-        profile.run(runner.reference, runner.net, gpu=gpu, schedule=REFERENCE_SCHEDULE, trace_path=eager_path)
-        reference = attribute.attribute(trace.parse(eager_path, gpu=gpu), layers)
-        frame, share = graphs.label_replay(frame, reference)
-        unmatched = graphs.unmatched_reason(share)
-        if unmatched:
-            extra.append(unmatched)
-    result = measure.build(
-        frame,
-        benchmark=bench_id,
-        arch=environment.torch_arch_key(torch, device),
-        device=device,
-        iterations=len(parsed.steps),
-        wall_us=wall_us,
-        environment=environment.collect(torch, device),
-        unlinked=parsed.unlinked,
-        gpu_states=(gpu_state,) if gpu_state else (),
-        groups=layers.groups,
-    )
-    reasons = integrity.check_profile(parsed, frame, schedule.active, gpu) + integrity.check_record(result)
-    return dataclasses.replace(result, unreliable_reasons=tuple(reasons + extra))
-
-
-def shown(path: Path) -> str:
-    """``path`` relative to the working directory where it lies below it (shorter messages)."""
-    try:
-        return str(path.resolve().relative_to(Path.cwd()))
-    except ValueError:
-        return str(path)

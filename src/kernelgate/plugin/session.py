@@ -6,11 +6,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import pytest
+
 from kernelgate.config import GateConfig
 
 if TYPE_CHECKING:
     from kernelgate.baseline.store import Entry
+    from kernelgate.machine.pinning import Slots
     from kernelgate.models.yolo import YoloSpec
+    from kernelgate.report.publish import Published
     from kernelgate.verdict.compare import Comparison
 
 
@@ -94,3 +98,16 @@ class State:
 
             self.baselines[path] = load(path, arch) if path.exists() else {}
         return self.baselines[path]
+
+
+STATE_KEY = pytest.StashKey["State"]()
+
+
+REPORT_KEY: pytest.StashKey[Published] = pytest.StashKey()
+
+
+# pytest-xdist, controller side: which worker holds which GPU, and the workers whose share arrived
+SLOTS_KEY: pytest.StashKey[Slots] = pytest.StashKey()
+
+
+RECEIVED_KEY = pytest.StashKey[set[str]]()

@@ -1,0 +1,86 @@
+"""The fixture's ``coldstart(...)``: measure a cold-start scenario, keep it for the baseline file, gate it
+(:mod:`kernelgate.coldstart.gate`)."""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from kernelgate.coldstart.gate import (
+    EXTRA_KEY,
+    bench_fields,
+    carrier,
+    compare,
+    failure_message,
+    ptx_unavailable,
+    record_of,
+    summary,
+)
+from kernelgate.coldstart.phases import SCENARIOS, ChildSpec, ColdStart, Runner
+from kernelgate.machine import environment
+from kernelgate.measure import timing
+
+if TYPE_CHECKING:
+    from kernelgate.plugin.fixture import KernelGate
+
+
+def run(kg: KernelGate, spec: ChildSpec, scenario: str, runs: int, prime: bool) -> ColdStart:
+    """``kernelgate.coldstart(...)``: measure, keep for the baseline file, gate."""
+    import pytest
+
+    from kernelgate.baseline.names import shown
+    from kernelgate.baseline.store import Entry
+
+    if scenario not in SCENARIOS:
+        raise ValueError(f"scenario {scenario!r}: use one of {sorted(SCENARIOS)}")
+    chosen = SCENARIOS[scenario]
+    if chosen.force_ptx:
+        reason = ptx_unavailable(spec.device)
+        if reason:
+            pytest.skip(reason)
+    with tempfile.TemporaryDirectory(prefix="kernelgate-coldstart-") as work:
+        runner = Runner(spec, chosen, Path(work))
+        if prime:
+            first = runner.spawn()
+            if not first.ok:
+                pytest.fail(
+                    f"kernelgate: cold start {spec.id} {scenario}: the priming run failed {first.failure}",
+                    pytrace=False,
+                )
+        stats = timing.pedantic(
+            kg.benchmark, kg.node.config, runner.run_or_raise, rounds=runs, warmup_rounds=0
+        )
+    record = runner.record(fallback_arch=environment.detect_arch_key(force_cpu=spec.device == "cpu"))
+    kg.benchmark.extra_info[EXTRA_KEY] = record.to_json()
+    result = carrier(record)
+    if stats is not None:
+        kg.state.measured.append(
+            Entry(kg.benchmark.fullname, result, bench_fields(stats, kg.benchmark.fullname, record))
+        )
+    elif kg.state.options.save:
+        pytest.fail(
+            "kernelgate: --kernelgate-save needs pytest-benchmark's timings, but benchmarking is "
+            "disabled. Run without --benchmark-disable / --benchmark-skip.",
+            pytrace=False,
+        )
+    if kg.state.options.save:
+        return record
+    found = kg.baseline_entry(result)
+    if found is None:
+        return record
+    entry, path = found
+    base = record_of(entry)
+    if base is None:
+        pytest.fail(
+            f"kernelgate: {shown(path)} has an entry {kg.benchmark.fullname!r} without a cold-start record; "
+            f"re-record it: pytest benchmarks --kernelgate-save -k '{record.id}'",
+            pytrace=False,
+        )
+    comparison = compare(base, record, kg.state.config)
+    kg.state.comparisons.append(comparison)
+    kg.state.notes.append(summary(comparison))
+    if comparison.failed:
+        changes = environment.changes(base.environment, record.environment)
+        pytest.fail(failure_message(comparison, base, record, shown(path), changes), pytrace=False)
+    return record

@@ -1,0 +1,137 @@
+"""The end of a session, in one place: write the results (and, with ``--kernelgate-save``, the
+baseline), publish the report, decide whether the run failed as a whole, print the summary."""
+
+from __future__ import annotations
+
+import datetime
+from importlib import metadata
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from kernelgate import config as cfg
+from kernelgate.baseline.store import path_for
+from kernelgate.plugin.session import RECEIVED_KEY, REPORT_KEY, SLOTS_KEY, STATE_KEY, State
+
+if TYPE_CHECKING:
+    from kernelgate.baseline.store import Entry
+
+
+def write(config: pytest.Config, state: State, path: Path, entries: list[Entry], merge: bool) -> bool:
+    """Save ``entries`` to ``path`` under its lock, keeping the file's other benchmarks when ``merge``."""
+    from kernelgate.baseline import store as baseline
+
+    hook = config.hook
+    try:
+        notes = baseline.save(
+            path,
+            entries,
+            arch=entries[0].measurement.arch,
+            machine_info=hook.pytest_benchmark_generate_machine_info(config=config),
+            commit_info=hook.pytest_benchmark_generate_commit_info(config=config),
+            created=datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+            pytest_benchmark_version=metadata.version("pytest-benchmark"),
+            merge_existing=merge,
+            replace_unreadable=True,
+            append=merge and state.options.append,
+        )
+    except baseline.BaselineError as exc:
+        state.errors.append(f"NOT SAVED: {exc}")
+        return False
+    state.notes.extend(notes)
+    state.written.append(path)
+    return True
+
+
+def finish(session: pytest.Session) -> None:
+    """``pytest_sessionfinish``: on a pytest-xdist worker, send the state to the controller; else
+    write, report and set the exit status."""
+    state = session.config.stash.get(STATE_KEY, None)
+    if state is None:
+        return
+    output = getattr(session.config, "workeroutput", None)
+    if output is not None:  # a pytest-xdist worker: the controller writes the files and reports
+        from kernelgate.plugin import workers
+
+        output[workers.KEY] = workers.send(state)
+        return
+    received = session.config.stash.get(RECEIVED_KEY, None)
+    if received:
+        from kernelgate.plugin import workers
+
+        workers.settle(state, len(received), session.config.stash.get(SLOTS_KEY, None))
+    if state.measured:
+        arch = state.measured[0].measurement.arch
+        write(session.config, state, path_for(state.options.out_dir / "results", arch), state.measured, False)
+        reliable = [e for e in state.measured if e.measurement.reliable]
+        if state.options.save and reliable:
+            write(session.config, state, path_for(state.config.baseline_dir, arch), reliable, True)
+            from kernelgate.report.trace_store import keep_for_baselines
+
+            runs = [
+                (e.fullname, e.measurement.arch, e.measurement.benchmark, e.measurement.total.samples)
+                for e in reliable
+            ]
+            state.notes += keep_for_baselines(runs, state.options.out_dir, state.config.baseline_dir)
+    if state.comparisons:
+        report(session.config, state)
+    ran = not any(session.config.getoption(o, False) for o in ("collectonly", "setuponly", "setupplan"))
+    outcome = state.nothing_compared() if ran else None
+    if outcome is not None:
+        if state.config.on_nothing_compared is cfg.Policy.FAIL:
+            state.errors.append(outcome)
+        else:
+            state.notes.append(f"warning: {outcome}")
+    if state.errors and session.exitstatus == pytest.ExitCode.OK:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def report(config: pytest.Config, state: State) -> None:
+    from kernelgate.report.publish import publish, session_items
+
+    history = config.getoption("kernelgate_history")
+    items, notes = session_items(state, Path(history) if history else None)
+    state.notes += notes
+    if not items:
+        return
+    folder = Path(config.getoption("kernelgate_report_dir")).resolve()
+    try:
+        config.stash[REPORT_KEY] = publish(items, folder, redact=bool(config.getoption("kernelgate_redact")))
+    except Exception as exc:  # a broken report must not hide the gate's verdict, which stands
+        state.notes.append(
+            f"kernelgate: the report in {folder} could not be written ({type(exc).__name__}: {exc}); "
+            "the verdicts above stand. Rerun offline: kernelgate report BASELINE.json "
+            f"{state.options.out_dir}/results/<arch>/0001_kernelgate.json --out {folder}"
+        )
+
+
+def summary(terminalreporter: Any, config: pytest.Config) -> None:
+    """``pytest_terminal_summary``: the kernelgate section."""
+    state = config.stash.get(STATE_KEY, None)
+    if state is None or not (state.measured or state.missing or state.errors or state.notes):
+        return
+    if hasattr(config, "workeroutput"):
+        return  # a pytest-xdist worker: the controller prints the summary
+    from kernelgate.report.terminal import summary_table, time_split_lines
+
+    terminalreporter.section("kernelgate")
+    measured = {e.measurement.benchmark: e.measurement for e in state.measured}
+    if state.comparisons:
+        terminalreporter.write(summary_table(state.comparisons, measurements=measured))
+    elif measured:
+        terminalreporter.write(time_split_lines(measured.values()))
+    for name in state.missing:
+        terminalreporter.write_line(f"no baseline: {name} (record with: pytest benchmarks --kernelgate-save)")
+    for name in state.unreliable:
+        terminalreporter.write_line(f"unreliable profile, not compared: {name}")
+    published = config.stash.get(REPORT_KEY, None)
+    if published is not None:
+        for line in published.lines():
+            terminalreporter.write_line(line)
+    for path in state.written:
+        terminalreporter.write_line(f"wrote {path}")
+    for note in state.notes:
+        terminalreporter.write_line(note)
+    for error in state.errors:
+        terminalreporter.write_line(f"FAILED {error}", red=True, bold=True)
