@@ -87,6 +87,13 @@ class GateConfig:
     on_nothing_compared: Policy = Policy.FAIL
     coldstart_threshold: float = 0.25
     coldstart_floor_ms: float = 250.0
+    # the same-host judge (kernelgate.verdict.samehost): what a suspect is measured against, how many
+    # processes per side at least and at most, and whether a doubt fails the run (it does: a doubt
+    # shown green is a regression let through; "warn" reports it and exits 0)
+    base: str = "auto"
+    confirm_min_rounds: int = 3
+    confirm_max_rounds: int = 6
+    on_inconclusive: Policy = Policy.FAIL
 
     def threshold(self, arch: str, benchmark: str, scope: Scope, name: str) -> Threshold:
         """The threshold of one figure. Cold-start phases (seconds, not microseconds) start from
@@ -201,6 +208,10 @@ _SIMPLE_KEYS = {
     "confirm",
     "on_unreliable",
     "on_nothing_compared",
+    "on_inconclusive",
+    "base",
+    "confirm_min_rounds",
+    "confirm_max_rounds",
     "rules",
     "coldstart_threshold",
     "coldstart_floor_ms",
@@ -235,9 +246,24 @@ def from_table(table: Mapping[str, Any], where: str, root: Path) -> GateConfig:
                 f"{where}.alpha = {table['alpha']!r}: a significance level must be under 0.5 (e.g. 0.01)."
             )
         updates["alpha"] = alpha
-    for key in ("on_unreliable", "on_nothing_compared"):
+    for key in ("on_unreliable", "on_nothing_compared", "on_inconclusive"):
         if key in table:
             updates[key] = parse_policy(table[key], f"{where}.{key}")
+    if "base" in table:
+        if not isinstance(table["base"], str) or not table["base"].strip():
+            raise ConfigError(
+                f"{where}.base = {table['base']!r} must be a git ref (e.g. 'origin/main') or 'auto'."
+            )
+        updates["base"] = table["base"].strip()
+    for key in ("confirm_min_rounds", "confirm_max_rounds"):
+        if key in table:
+            value = table[key]
+            if not isinstance(value, int) or isinstance(value, bool) or not 2 <= value <= 50:
+                raise ConfigError(
+                    f"{where}.{key} = {value!r} must be a whole number from 2 to 50 (processes per side; "
+                    "one per side cannot tell a process-level shift from a change)."
+                )
+            updates[key] = value
     for key in ("fail_on_new", "fail_on_missing", "confirm"):
         if key in table:
             if not isinstance(table[key], bool):
@@ -247,7 +273,13 @@ def from_table(table: Mapping[str, Any], where: str, root: Path) -> GateConfig:
     if not isinstance(rules, list):
         raise ConfigError(f"{where}.rules must be an array of tables ([[tool.kernelgate.rules]]).")
     updates["rules"] = tuple(parse_rule(r, f"{where}.rules[{i}]") for i, r in enumerate(rules))
-    return replace(cfg, **updates)
+    done = replace(cfg, **updates)
+    if done.confirm_min_rounds > done.confirm_max_rounds:
+        raise ConfigError(
+            f"{where}: confirm_min_rounds = {done.confirm_min_rounds} is above confirm_max_rounds = "
+            f"{done.confirm_max_rounds}."
+        )
+    return done
 
 
 def parse_missing(value: object, what: str) -> MissingBaseline:

@@ -32,6 +32,10 @@ CONF = 0.0
 IOU = 0.7  # the predictor's default (cfg/default.yaml)
 MAX_DET = 300
 STAGE_TYPES = {"preprocess": "LetterBox+normalize", "postprocess": "NMS"}
+# Layers whose time depends on the host more than on the GPU (the H2D copy of the input, CPU-side
+# pre/post-processing): across hosts of one GPU model they move by tens of %, so they are judged by
+# the same-host A/B alone (kernelgate.verdict.samehost), never by their offset from the baseline.
+HOST_COUPLED = frozenset({"input", *STAGE_TYPES})
 
 
 def load_images(batch: int) -> list[Any]:

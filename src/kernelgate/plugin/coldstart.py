@@ -3,9 +3,12 @@
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import tempfile
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from kernelgate.coldstart.gate import (
     EXTRA_KEY,
@@ -20,9 +23,12 @@ from kernelgate.coldstart.gate import (
 from kernelgate.coldstart.phases import SCENARIOS, ChildSpec, ColdStart, Runner
 from kernelgate.machine import environment
 from kernelgate.measure import timing
+from kernelgate.verdict import samehost
 
 if TYPE_CHECKING:
     from kernelgate.plugin.fixture import KernelGate
+    from kernelgate.plugin.samehost import Decider, Suspect
+    from kernelgate.plugin.session import State
 
 
 def run(kg: KernelGate, spec: ChildSpec, scenario: str, runs: int, prime: bool) -> ColdStart:
@@ -52,6 +58,13 @@ def run(kg: KernelGate, spec: ChildSpec, scenario: str, runs: int, prime: bool) 
             kg.benchmark, kg.node.config, runner.run_or_raise, rounds=runs, warmup_rounds=0
         )
     record = runner.record(fallback_arch=environment.detect_arch_key(force_cpu=spec.device == "cpu"))
+    if kg.state.options.confirm_out is not None:  # a same-host round: the parent judges
+        from kernelgate.plugin.samehost import record_file
+
+        out = record_file(kg.state.options.confirm_out, kg.node.nodeid)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(record.to_json()), encoding="utf-8")
+        return record
     kg.benchmark.extra_info[EXTRA_KEY] = record.to_json()
     result = carrier(record)
     if stats is not None:
@@ -78,9 +91,39 @@ def run(kg: KernelGate, spec: ChildSpec, scenario: str, runs: int, prime: bool) 
             pytrace=False,
         )
     comparison = compare(base, record, kg.state.config)
+    if comparison.failed and kg.state.config.confirm:  # the same-host judge decides at session end
+        from kernelgate.plugin.samehost import COLDSTART, Suspect
+
+        kg.state.suspects.append(Suspect(kg.node.nodeid, COLDSTART, comparison, base.to_json()))
+        return record
     kg.state.comparisons.append(comparison)
     kg.state.notes.append(summary(comparison))
     if comparison.failed:
         changes = environment.changes(base.environment, record.environment)
         pytest.fail(failure_message(comparison, base, record, shown(path), changes), pytrace=False)
     return record
+
+
+def decide(state: State) -> Decider:
+    """The same-host decision of a cold-start suspect: every run of each side (fresh processes)
+    pooled, phases judged by threshold and floor as the screen judges them (host-coupled: no offset
+    check)."""
+    cfg = state.config
+
+    def pooled(records: Sequence[Mapping[str, Any]]) -> ColdStart | None:
+        found = [ColdStart.from_json(r) for r in records]
+        if not found:
+            return None
+        return dataclasses.replace(found[0], runs=tuple(run for rec in found for run in rec.runs))
+
+    def decide_one(s: Suspect, base: Sequence[Mapping[str, Any]], head: Sequence[Mapping[str, Any]],
+                   final: bool) -> samehost.Decision | None:  # fmt: skip
+        b, h = pooled(base), pooled(head)
+        if b is None or h is None:
+            return None
+        n = min(len(b.ok_runs), len(h.ok_runs))
+        if n < cfg.confirm_min_rounds:
+            return None
+        return samehost.settle(s.screen, compare(b, h, cfg), n, final=final, check_offset=False)
+
+    return decide_one

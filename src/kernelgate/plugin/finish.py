@@ -61,6 +61,10 @@ def finish(session: pytest.Session) -> None:
         from kernelgate.plugin import workers
 
         workers.settle(state, len(received), session.config.stash.get(SLOTS_KEY, None))
+    if state.suspects:
+        from kernelgate.plugin.samehost import judge_session
+
+        judge_session(session.config, state)
     if state.measured:
         arch = state.measured[0].measurement.arch
         write(session.config, state, path_for(state.options.out_dir / "results", arch), state.measured, False)

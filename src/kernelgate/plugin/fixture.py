@@ -32,10 +32,9 @@ from kernelgate.models.yolo import (
     make_input,
     slow_down,
 )
-from kernelgate.plugin import confirm
 from kernelgate.plugin.session import MissingBaselineWarning, NotComparedWarning, State
 from kernelgate.report.terminal import failure_message
-from kernelgate.verdict.compare import Comparison, compare, confirmed
+from kernelgate.verdict.compare import Comparison, compare
 
 if TYPE_CHECKING:
     from kernelgate.measure.execution import Runner
@@ -187,9 +186,12 @@ class KernelGate:
         result = integrity.measure_reliably(attempt, bench_id)
         if result.reliable and result.throttled:  # one more try before it goes on with a flag
             result = integrity.measure_reliably(attempt, bench_id)
-        if opts.confirm_out is not None:
-            opts.confirm_out.parent.mkdir(parents=True, exist_ok=True)
-            opts.confirm_out.write_text(json.dumps(result.to_json()), encoding="utf-8")
+        if opts.confirm_out is not None:  # a same-host round: the parent judges
+            from kernelgate.plugin.samehost import record_file
+
+            out = record_file(opts.confirm_out, self.node.nodeid)
+            out.parent.mkdir(parents=True, exist_ok=True)
+            out.write_text(json.dumps(result.to_json()), encoding="utf-8")
             return Result(result, None, trace_path)
         self.benchmark.extra_info["kernelgate"] = result.to_json()
         self._keep(result, stats)
@@ -289,14 +291,13 @@ class KernelGate:
         _check_baseline_entry(entry, shown(path))
         comparison = compare(entry.measurement, result, self.state.config)
         if comparison.failed and self.state.config.confirm:
-            again, problem = confirm.remeasure(self)
-            if again is not None and not again.reliable:
-                problem = "confirm run unreliable: " + "; ".join(again.unreliable_reasons)
-                again = None
-            if again is not None:
-                comparison = confirmed(comparison, compare(entry.measurement, again, self.state.config))
-            else:
-                comparison = dataclasses.replace(comparison, notes=(*comparison.notes, problem))
+            # a suspect: base and head on this runner decide at the end of the session
+            from kernelgate.plugin.samehost import KERNEL, Suspect
+
+            self.state.suspects.append(
+                Suspect(self.node.nodeid, KERNEL, comparison, entry.measurement.to_json())
+            )
+            return comparison
         self.state.comparisons.append(comparison)
         if comparison.failed:
             changes = environment.changes(entry.measurement.environment, result.environment)

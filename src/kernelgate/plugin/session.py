@@ -14,8 +14,10 @@ if TYPE_CHECKING:
     from kernelgate.baseline.store import Entry
     from kernelgate.machine.pinning import Slots
     from kernelgate.models.yolo import YoloSpec
+    from kernelgate.plugin.samehost import Suspect
     from kernelgate.report.publish import Published
     from kernelgate.verdict.compare import Comparison
+    from kernelgate.verdict.samehost import Decision
 
 
 class MissingBaselineWarning(UserWarning):
@@ -65,6 +67,10 @@ class State:
     unreliable: list[str] = field(default_factory=list)
     # pytest-xdist's controller: per worker, the tests it ran and their seconds (setup, call, teardown)
     busy: dict[str, tuple[int, float]] = field(default_factory=dict)
+    # benchmarks the stored-baseline screen failed, for the same-host judge at session end, and its
+    # decisions (kernelgate.plugin.samehost)
+    suspects: list[Suspect] = field(default_factory=list)
+    decisions: list[Decision] = field(default_factory=list)
     # set by the first benchmark whose CUDA error left the process's CUDA context unusable
     cuda_broken: str | None = None
 
@@ -74,7 +80,7 @@ class State:
         if not self.gate_tests or self.options.confirm_out is not None:
             return None  # a confirm run only measures; its parent compares
         saved = self.options.save and any(e.measurement.reliable for e in self.measured)
-        if self.comparisons or saved:
+        if self.comparisons or self.suspects or saved:
             return None
         n = len(self.gate_tests)
         causes = {

@@ -58,6 +58,7 @@ def send(state: State) -> str:
         "gate_tests": list(state.gate_tests),
         "measured": [e.to_json() for e in state.measured],
         "comparisons": [c.to_json() for c in state.comparisons],
+        "suspects": [s.to_json() for s in state.suspects],
         "baselines": {path: entries for path, entries in baselines.items() if entries},
     }
     document.update({name: list(getattr(state, name)) for name in LISTS})
@@ -93,6 +94,10 @@ def receive(state: State, text: str | None, worker: str, error: object | None = 
         known.update({e.fullname: e for e in map(Entry.from_json, entries)})
     for name in LISTS:
         getattr(state, name).extend(data[name])
+    if data.get("suspects"):
+        from kernelgate.plugin.samehost import Suspect
+
+        state.suspects.extend(Suspect.from_json(s) for s in data["suspects"])
 
 
 def settle(state: State, workers: int = 0, slots: pinning.Slots | None = None) -> None:

@@ -21,7 +21,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-from kernelgate.config import GateConfig, Scope, Threshold
+from kernelgate.config import GateConfig, Policy, Scope, Threshold
 from kernelgate.measure.results import Dist, Measurement
 
 DEFAULT_ALPHA = 0.01
@@ -33,6 +33,9 @@ class Verdict(enum.Enum):
     IMPROVED = "improved"
     UNCHANGED = "unchanged"
     AMBIGUOUS = "ambiguous"
+    # the same-host judge could not settle a suspect (kernelgate.verdict.samehost); fails unless
+    # on_inconclusive = "warn"
+    INCONCLUSIVE = "inconclusive"
     KERNEL_SWAPPED = "kernel swapped"
     NEW = "new"
     MISSING = "missing"
@@ -107,7 +110,8 @@ class Delta:
     current_calls: float | None = None
     p_value: float | None = None
     noise_pct: float | None = None
-    confirm_us: float | None = None
+    confirm_us: float | None = None  # the head's median in the same-host A/B (or a confirm run)
+    confirm_base_us: float | None = None  # the base's median in the same-host A/B
     note: str = ""
 
     @property
@@ -130,6 +134,7 @@ class Delta:
             "p_value": self.p_value,
             "noise_pct": self.noise_pct,
             "confirm_us": self.confirm_us,
+            "confirm_base_us": self.confirm_base_us,
             "note": self.note,
         }
 
@@ -152,6 +157,7 @@ class Delta:
             p_value=number("p_value"),
             noise_pct=number("noise_pct"),
             confirm_us=number("confirm_us"),
+            confirm_base_us=number("confirm_base_us"),
             note=str(data.get("note", "")),
         )
 
@@ -212,6 +218,8 @@ def fail_set(config: GateConfig) -> frozenset[Verdict]:
         verdicts.add(Verdict.NEW)
     if config.fail_on_missing:
         verdicts.add(Verdict.MISSING)
+    if config.on_inconclusive is Policy.FAIL:
+        verdicts.add(Verdict.INCONCLUSIVE)
     return frozenset(verdicts)
 
 

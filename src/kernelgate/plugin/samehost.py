@@ -1,0 +1,297 @@
+"""Run the same-host judge at the end of a session: base and head on this runner, for each suspect.
+
+A suspect is a benchmark the stored-baseline screen failed. The base commit (``base`` in
+``[tool.kernelgate]``: ``auto`` = the merge base of HEAD with the pull request's base branch, or with
+``origin/main``; or any git ref) is checked out as a git worktree outside the repository; then
+rounds alternate base and head (ABBA...), each side a fresh pytest process that measures every
+still-undecided suspect with the user's whole invocation (:mod:`kernelgate.plugin.invocation`) and
+writes one record per test (``--kernelgate-confirm-out``). After each round the decision rule
+(:mod:`kernelgate.verdict.samehost`) settles what it can. Packages imported from inside the head's
+checkout (``src/``, an editable install) are taken from the base's checkout on the base side.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from kernelgate.baseline.names import safe_name
+from kernelgate.measure.results import Measurement
+from kernelgate.plugin import invocation
+from kernelgate.verdict import samehost
+from kernelgate.verdict.compare import Comparison
+
+if TYPE_CHECKING:
+    import pytest
+
+    from kernelgate.plugin.session import State
+
+KERNEL = "kernel"
+COLDSTART = "coldstart"
+
+
+@dataclass(frozen=True)
+class Suspect:
+    """A benchmark the screen failed, waiting for the same-host judge."""
+
+    nodeid: str  # relative to the rootdir, class and parametrization included
+    kind: str  # KERNEL or COLDSTART
+    screen: Comparison
+    baseline: Mapping[str, Any]  # the stored baseline's record (Measurement or ColdStart JSON)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"nodeid": self.nodeid, "kind": self.kind, "screen": self.screen.to_json(),
+                "baseline": dict(self.baseline)}  # fmt: skip
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Suspect:
+        return cls(
+            str(data["nodeid"]), str(data["kind"]), Comparison.from_json(data["screen"]), data["baseline"]
+        )
+
+
+def record_file(folder: Path, nodeid: str) -> Path:
+    """Where a child writes the record of test ``nodeid``."""
+    return folder / f"{safe_name(nodeid)}.json"
+
+
+def _git(repo: Path, *args: str) -> str | None:
+    done = subprocess.run(["git", *args], cwd=repo, capture_output=True, text=True, check=False)
+    return done.stdout.strip() if done.returncode == 0 else None
+
+
+def base_commit(repo: Path, ref: str) -> tuple[str | None, str]:
+    """The commit to measure as the base, and how it was found (or why none was)."""
+    top = _git(repo, "rev-parse", "--show-toplevel")
+    if top is None:
+        return None, f"{repo} is not inside a git repository"
+    if ref != "auto":
+        sha = _git(repo, "rev-parse", "--verify", "--quiet", ref + "^{commit}")
+        return (sha, f"base {ref}") if sha else (None, f"git cannot resolve base {ref!r}")
+    candidates = []
+    if os.environ.get("GITHUB_BASE_REF"):
+        candidates += [f"origin/{os.environ['GITHUB_BASE_REF']}", os.environ["GITHUB_BASE_REF"]]
+    candidates += ["origin/HEAD", "origin/main", "origin/master", "main", "master"]
+    for name in candidates:
+        if _git(repo, "rev-parse", "--verify", "--quiet", name + "^{commit}") is None:
+            continue
+        sha = _git(repo, "merge-base", "HEAD", name)
+        if sha:
+            return sha, f"merge base of HEAD and {name}"
+    return None, f"none of {', '.join(candidates)} exists to take a merge base with"
+
+
+def package_roots(head: Path) -> list[Path]:
+    """Folders inside ``head`` from which this process imported packages (``src/``, the checkout)."""
+    roots: set[Path] = set()
+    for name, module in list(sys.modules.items()):
+        file = getattr(module, "__file__", None)
+        if not file or "." in name:
+            continue
+        path = Path(file).resolve()
+        try:
+            path.relative_to(head)
+        except ValueError:
+            continue
+        top = path.parent.parent if path.name == "__init__.py" else path.parent
+        if "site-packages" not in top.parts:
+            roots.add(top)
+    return sorted(roots)
+
+
+@dataclass
+class Side:
+    name: str
+    root: Path  # the checkout
+    cwd: Path
+    env: dict[str, str]
+    records: dict[str, list[Mapping[str, Any]]] = dataclasses.field(default_factory=dict)
+
+
+class Judge:
+    """The judge of one session: the base checkout, the rounds, the decisions."""
+
+    def __init__(self, config: pytest.Config, state: State, log: Callable[[str], None]) -> None:
+        self.config, self.state, self.log = config, state, log
+        self.rootpath = Path(config.rootpath).resolve()
+        self.work = Path(tempfile.mkdtemp(prefix="kernelgate-judge-"))
+        args = invocation.child_args(config.invocation_params.args, config.option.file_or_dir or [])
+        self.args = args
+
+    def _child(self, side: Side, nodeids: Sequence[str], out: Path) -> str | None:
+        root = side.root
+        args = invocation.mapped(self.args, self.head_root, root)
+        if side.name == "base":  # the deliberate slowdown stands for a change in the head
+            args = invocation.without(args, "--kernelgate-slow-layer")
+        command = [
+            sys.executable, "-m", "pytest", *args,
+            *[str(root / self.rootpath.relative_to(self.head_root) / n) for n in nodeids],
+            "-p", "no:cacheprovider", "-q", "--kernelgate", f"--kernelgate-confirm-out={out}",
+            f"--kernelgate-out={out / 'kg'}", f"--kernelgate-report-dir={out / 'report'}",
+        ]  # fmt: skip
+        done = subprocess.run(command, cwd=side.cwd, env=side.env, capture_output=True, text=True,
+                              timeout=1800, check=False)  # fmt: skip
+        if done.returncode not in (0, 1):  # 1: a benchmark failed in the child; its record says what
+            tail = " | ".join((done.stdout + done.stderr).strip().splitlines()[-4:])
+            return f"the {side.name} process exited {done.returncode}: {tail}"
+        return None
+
+    def _sides(self) -> tuple[Side, Side] | str:
+        top = _git(self.rootpath, "rev-parse", "--show-toplevel")
+        if top is None:
+            return f"no git repository at {self.rootpath}: the base cannot be checked out"
+        self.head_root = Path(top).resolve()
+        sha, how = base_commit(self.head_root, self.state.config.base)
+        if sha is None:
+            return (
+                f"no base to measure against ({how}); set base = '<ref>' in [tool.kernelgate] or fetch "
+                "the base branch (actions/checkout with fetch-depth: 0)"
+            )
+        tree = self.work / "base"
+        added = subprocess.run(["git", "worktree", "add", "--detach", str(tree), sha], cwd=self.head_root,
+                               capture_output=True, text=True, check=False)  # fmt: skip
+        if added.returncode != 0:
+            return f"git worktree add of the base {sha[:12]} failed: {added.stderr.strip()[-300:]}"
+        self.log(f"kernelgate: same-host judge: base {sha[:12]} ({how}) in {tree}")
+        cwd = Path(self.config.invocation_params.dir).resolve()
+        head_env = dict(os.environ)
+        base_env = dict(os.environ)
+        roots = [str(tree / r.relative_to(self.head_root)) for r in package_roots(self.head_root)]
+        if roots:
+            base_env["PYTHONPATH"] = os.pathsep.join([*roots, *filter(None, [os.environ.get("PYTHONPATH")])])
+        try:
+            base_cwd = tree / cwd.relative_to(self.head_root)
+        except ValueError:
+            base_cwd = tree
+        return Side("base", tree, base_cwd, base_env), Side("head", self.head_root, cwd, head_env)
+
+    def close(self) -> None:
+        tree = self.work / "base"
+        if tree.exists() and getattr(self, "head_root", None) is not None:
+            subprocess.run(["git", "worktree", "remove", "--force", str(tree)], cwd=self.head_root,
+                           capture_output=True, check=False)  # fmt: skip
+        shutil.rmtree(self.work, ignore_errors=True)
+
+    def run(
+        self, suspects: Sequence[Suspect], deciders: Mapping[str, Decider]
+    ) -> dict[str, samehost.Decision]:
+        """Rounds until every suspect is decided (or ``confirm_max_rounds``); decisions by node id."""
+        sides = self._sides()
+        if isinstance(sides, str):
+            return {s.nodeid: samehost.unsettled(s.screen.benchmark, sides) for s in suspects}
+        base, head = sides
+        decided: dict[str, samehost.Decision] = {}
+        pending = list(suspects)
+        cfg = self.state.config
+        for r in range(cfg.confirm_max_rounds):
+            start = time.monotonic()
+            for side in (base, head) if r % 2 == 0 else (head, base):
+                out = self.work / f"{side.name}-{r}"
+                problem = self._child(side, [s.nodeid for s in pending], out)
+                for s in pending:
+                    path = record_file(out, s.nodeid)
+                    if path.is_file():
+                        side.records.setdefault(s.nodeid, []).append(json.loads(path.read_text("utf-8")))
+                    elif s.nodeid not in decided:
+                        why = problem or f"the {side.name} side wrote no record of {s.nodeid} (see its log)"
+                        decided[s.nodeid] = samehost.unsettled(s.screen.benchmark, why)
+            pending = [s for s in pending if s.nodeid not in decided]
+            for s in pending:
+                found = deciders[s.kind](s, base.records.get(s.nodeid, []), head.records.get(s.nodeid, []),
+                                         r + 1 >= cfg.confirm_max_rounds)  # fmt: skip
+                if found is not None:
+                    decided[s.nodeid] = found
+            pending = [s for s in pending if s.nodeid not in decided]
+            self.log(f"kernelgate: same-host round {r + 1}: {time.monotonic() - start:.1f} s, "
+                     f"{len(pending)} suspect(s) still open")  # fmt: skip
+            if not pending:
+                break
+        for s in pending:
+            decided[s.nodeid] = samehost.unsettled(
+                s.screen.benchmark, f"not settled after {cfg.confirm_max_rounds} round(s) per side"
+            )
+        return decided
+
+
+Decider = Callable[[Suspect, Sequence[Mapping[str, Any]], Sequence[Mapping[str, Any]], bool],
+                   "samehost.Decision | None"]  # fmt: skip
+
+
+def decide_kernel(state: State) -> Decider:
+    cfg = state.config
+
+    def decide(s: Suspect, base: Sequence[Mapping[str, Any]], head: Sequence[Mapping[str, Any]],
+               final: bool) -> samehost.Decision | None:  # fmt: skip
+        b = [Measurement.from_json(x) for x in base]
+        h = [Measurement.from_json(x) for x in head]
+        b, h = [m for m in b if m.reliable], [m for m in h if m.reliable]
+        n = min(len(b), len(h))
+        if n < cfg.confirm_min_rounds:
+            return None  # more rounds (or, after the last, inconclusive)
+        return samehost.decide(
+            s.screen, Measurement.from_json(s.baseline), b, h, cfg,
+            min_rounds=cfg.confirm_min_rounds, max_rounds=n if final else cfg.confirm_max_rounds,
+        )  # fmt: skip
+
+    return decide
+
+
+def judge_session(config: pytest.Config, state: State) -> None:
+    """Decide every suspect of the session on this runner; its comparison joins the session's with
+    the judge's verdicts, and a regression or (by default) a doubt fails the run with its message."""
+    if not state.suspects:
+        return
+    from kernelgate.baseline.names import shown
+    from kernelgate.baseline.store import path_for
+    from kernelgate.machine.environment import changes
+    from kernelgate.plugin import coldstart
+    from kernelgate.report.terminal import failure_message
+
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+
+    def log(line: str) -> None:
+        if reporter is not None:
+            reporter.write_line(line)
+
+    log(f"kernelgate: {len(state.suspects)} suspect(s) against the stored baseline; measuring base and "
+        "head on this runner")  # fmt: skip
+    judge = Judge(config, state, log)
+    try:
+        decisions = judge.run(
+            state.suspects, {KERNEL: decide_kernel(state), COLDSTART: coldstart.decide(state)}
+        )
+    finally:
+        judge.close()
+    for suspect in state.suspects:
+        decision = decisions[suspect.nodeid]
+        state.decisions.append(decision)
+        merged = samehost.merged(suspect.screen, decision)
+        state.comparisons.append(merged)
+        log(f"kernelgate: {suspect.screen.benchmark}: {decision.outcome.value}: {decision.reason}")
+        if not merged.failed:
+            continue
+        path = shown(path_for(state.config.baseline_dir, merged.arch))
+        if suspect.kind == KERNEL:
+            base = Measurement.from_json(suspect.baseline)
+            types = {lay.name: lay.type for lay in base.layers}
+            head = next(
+                (e.measurement for e in state.measured if e.measurement.benchmark == merged.benchmark), None
+            )
+            found = changes(base.environment, head.environment) if head is not None else []
+            text = failure_message(merged, types, path, found)
+        else:
+            text = "\n".join(
+                [f"kernelgate: cold start {merged.benchmark} on {merged.arch}:"]
+                + [f"  {d.verdict.value.upper()} {d.name}: {d.note}" for d in merged.failures]
+            )
+        state.errors.append(f"{decision.outcome.value.upper()} (same-host A/B): {decision.reason}\n{text}")

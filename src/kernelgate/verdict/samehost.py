@@ -1,0 +1,210 @@
+"""The judge: a suspect from the stored-baseline screen is decided by base and head on one runner.
+
+The screen compares a run with the committed baseline, which another host may have recorded: a
+fleet's hosts differ by a few % per layer, tens of % on host-coupled work (the ``input`` copy, CPU
+pre/post-processing, cold starts). So the screen only *suspects*. For each suspect the runner
+measures the base commit and the head alternately, each round a fresh process per side, and this
+module decides from that pair alone (:func:`decide`), with the gate's own noise-aware rule on the
+rounds of each side combined (``compare(base, head)``: threshold, floor, Mann-Whitney ``p < alpha``
+over the per-iteration samples, and larger than the spread of the round medians of either side).
+
+Rounds follow the evidence: after ``min_rounds`` per side (3: one process per side cannot tell a
+process-level shift from a change) a suspect is settled when every quantity is clearly in or
+clearly out; in the grey zone (within a factor of 2 of its limit, or inside the noise) more rounds
+are measured, up to ``max_rounds``. What is still not settled then is INCONCLUSIVE, never a pass.
+
+The screen's delta stays beside the A/B as the runner's offset: when base and head agree but the
+screen was far off on a device-side layer, the runner differs from the baseline's host in a way no
+uniform offset explains: INCONCLUSIVE, with the hint to re-record (:func:`offset_doubt`).
+"""
+
+from __future__ import annotations
+
+import enum
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+from kernelgate.config import GateConfig, Scope
+from kernelgate.measure.results import Measurement, combine
+from kernelgate.measure.stages import HOST_COUPLED
+from kernelgate.verdict.compare import Comparison, Delta, Verdict, compare
+
+MIN_ROUNDS = 3
+MAX_ROUNDS = 6
+# A device-side layer that the screen found this much further off than the runner's median offset,
+# while base and head agree, is not a host offset (in % points, or times its threshold if larger).
+OFFSET_DOUBT_PCT = 10.0
+OFFSET_DOUBT_THRESHOLDS = 4.0
+
+
+class Outcome(enum.Enum):
+    """A configuration's verdict after the same-host judge."""
+
+    PASS = "pass"
+    REGRESSION = "regression"
+    INCONCLUSIVE = "inconclusive"
+
+
+@dataclass(frozen=True)
+class Decision:
+    """What the judge decided for one suspect, and from what."""
+
+    benchmark: str
+    outcome: Outcome
+    reason: str
+    ab: Comparison | None = None  # base rounds vs head rounds, on this runner
+    rounds: int = 0  # processes per side
+    offset_pct: float | None = None  # this runner vs the baseline's host (median layer, head side)
+
+
+def _settled(delta: Delta) -> bool:
+    """Clearly in (regressed, by at least twice its limit) or clearly out (under half of it)."""
+    if delta.baseline_us is None or delta.current_us is None:
+        return True  # new or missing: structural, more rounds do not change it
+    limit = delta.threshold.limit_us(delta.baseline_us)
+    moved = abs(delta.delta_us)
+    if delta.verdict in (Verdict.REGRESSED, Verdict.IMPROVED):
+        return moved >= 2 * limit
+    if delta.verdict is Verdict.AMBIGUOUS:
+        return False
+    return moved <= 0.5 * limit
+
+
+def judged(ab: Comparison) -> tuple[Delta, ...]:
+    """The deltas the decision rests on: the total, the layers and cold-start phases (kernels are
+    shown, not gated here: cuDNN picks other algorithms in other processes)."""
+    return tuple(d for d in ab.deltas if d.scope in (Scope.TOTAL, Scope.LAYER, Scope.PHASE))
+
+
+def runner_offset(screen_baseline: Measurement, head: Measurement, config: GateConfig) -> float | None:
+    """This runner against the baseline's host: the median relative change of the device-side
+    layers above the floor, head side (same code as the baseline, if the head changed nothing)."""
+    base = {lay.name: lay.time.median for lay in screen_baseline.layers}
+    ratios = [
+        lay.time.median / base[lay.name] - 1.0
+        for lay in head.layers
+        if lay.name in base and lay.name not in HOST_COUPLED and base[lay.name] > max(config.floor_us, 20.0)
+    ]
+    return 100.0 * statistics.median(ratios) if ratios else None
+
+
+def offset_doubt(screen: Comparison, offset_pct: float | None) -> str | None:
+    """Why the screen's failures are not a host offset although base and head agree (None if they are)."""
+    odd = []
+    for d in screen.failures:
+        if d.scope is not Scope.LAYER or d.name in HOST_COUPLED or d.delta_pct is None:
+            continue
+        excess = d.delta_pct - (offset_pct or 0.0)
+        if excess > max(OFFSET_DOUBT_PCT, OFFSET_DOUBT_THRESHOLDS * 100 * d.threshold.rel):
+            odd.append(f"{d.name} {d.delta_pct:+.1f} %")
+    if not odd:
+        return None
+    shown = "n/a" if offset_pct is None else f"{offset_pct:+.1f} %"
+    return (
+        f"base and head agree on this runner, but against the baseline {', '.join(odd)} while the "
+        f"median layer moved {shown}: this runner's environment differs from the baseline's host "
+        "(see the environment changes), not by a uniform offset"
+    )
+
+
+def decide(
+    screen: Comparison,
+    screen_baseline: Measurement,
+    base_rounds: Sequence[Measurement],
+    head_rounds: Sequence[Measurement],
+    config: GateConfig,
+    *,
+    min_rounds: int = MIN_ROUNDS,
+    max_rounds: int = MAX_ROUNDS,
+) -> Decision | None:
+    """The decision for one suspect from its same-host rounds, or None when more rounds are needed."""
+    n = min(len(base_rounds), len(head_rounds))
+    if n < min_rounds:
+        return None
+    base, head = combine(base_rounds[:n]), combine(head_rounds[:n])
+    offset = runner_offset(screen_baseline, head, config)
+    return settle(screen, compare(base, head, config), n, final=n >= max_rounds, offset_pct=offset)
+
+
+def settle(
+    screen: Comparison,
+    ab: Comparison,
+    n: int,
+    *,
+    final: bool,
+    offset_pct: float | None = None,
+    check_offset: bool = True,
+) -> Decision | None:
+    """The decision from an A/B comparison of ``n`` processes per side (None: not settled yet and
+    more rounds may be measured). ``check_offset=False`` for host-coupled benchmarks (cold starts)."""
+    deltas = judged(ab)
+    if not final and not all(_settled(d) for d in deltas):
+        return None
+    regressed = [d for d in deltas if d.verdict is Verdict.REGRESSED]
+    if regressed:
+        reason = f"base -> head on this runner: {_names(regressed)}"
+        return Decision(screen.benchmark, Outcome.REGRESSION, reason, ab, n, offset_pct)
+    doubtful = [d for d in deltas if d.verdict is Verdict.AMBIGUOUS]
+    if doubtful:
+        return Decision(
+            screen.benchmark,
+            Outcome.INCONCLUSIVE,
+            f"after {n} process(es) per side, over threshold but inside the noise of this runner: "
+            f"{_names(doubtful)}",
+            ab, n, offset_pct,
+        )  # fmt: skip
+    doubt = offset_doubt(screen, offset_pct) if check_offset else None
+    if doubt:
+        return Decision(screen.benchmark, Outcome.INCONCLUSIVE, doubt, ab, n, offset_pct)
+    return Decision(screen.benchmark, Outcome.PASS, "base and head agree on this runner", ab, n, offset_pct)
+
+
+def _names(deltas: Sequence[Delta]) -> str:
+    return ", ".join(d.name + ("" if d.delta_pct is None else f" {d.delta_pct:+.1f} %") for d in deltas)
+
+
+def unsettled(benchmark: str, reason: str) -> Decision:
+    """A suspect the judge could not measure (base not buildable, a child crashed, ...)."""
+    return Decision(benchmark, Outcome.INCONCLUSIVE, reason)
+
+
+def merged(screen: Comparison, decision: Decision) -> Comparison:
+    """The screen's comparison with the judge's verdicts: each screen failure becomes REGRESSED
+    (confirmed on this runner), UNCHANGED (a host offset) or INCONCLUSIVE, with the A/B beside it."""
+    ab = {(d.scope, d.name): d for d in decision.ab.deltas} if decision.ab else {}
+    deltas = []
+    for d in screen.deltas:
+        pair = ab.get((d.scope, d.name))
+        if pair is not None:
+            d = replace(d, confirm_us=pair.current_us, confirm_base_us=pair.baseline_us)
+        if d.verdict in screen.fail_on:
+            if pair is not None and pair.verdict in screen.fail_on:
+                d = replace(d, note=_ab_note(pair, decision))
+            elif decision.outcome is Outcome.INCONCLUSIVE:
+                d = replace(d, verdict=Verdict.INCONCLUSIVE, note=decision.reason)
+            else:
+                d = replace(d, verdict=Verdict.UNCHANGED, note=_offset_note(pair, decision))
+        elif pair is not None and pair.verdict is Verdict.REGRESSED and d.scope is not Scope.KERNEL:
+            d = replace(d, verdict=Verdict.REGRESSED, note=_ab_note(pair, decision))
+        deltas.append(d)
+    notes = (*screen.notes, f"same-host A/B ({decision.rounds} round(s) per side): {decision.outcome.value}: "
+             f"{decision.reason}")  # fmt: skip
+    return replace(screen, deltas=tuple(deltas), notes=notes)
+
+
+def _ab_note(pair: Delta, decision: Decision) -> str:
+    pct = "" if pair.delta_pct is None else f" ({pair.delta_pct:+.1f} %)"
+    return (
+        f"confirmed on this runner: base {pair.baseline_us or 0:.1f} µs -> head {pair.current_us or 0:.1f} µs"
+        f"{pct}, {decision.rounds} process(es) per side"
+    )
+
+
+def _offset_note(pair: Delta | None, decision: Decision) -> str:
+    offset = ""
+    if decision.offset_pct is not None:
+        offset = f"; this runner vs the baseline's host: {decision.offset_pct:+.1f} %"
+    if pair is None or pair.delta_pct is None:
+        return f"not from this change: base and head agree on this runner{offset}"
+    return f"not from this change: base -> head {pair.delta_pct:+.1f} % on this runner{offset}"
