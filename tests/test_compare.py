@@ -8,7 +8,7 @@ from dataclasses import replace
 import pytest
 from factories import ARCH, BENCHMARK, dist, measurement
 
-from kernelgate.config import GateConfig, Rule, Scope, Threshold
+from kernelgate.config import GateConfig, Policy, Rule, Scope, Threshold
 from kernelgate.measure.results import Measurement
 from kernelgate.verdict.compare import Delta, Verdict, compare, fail_set, median_rule
 
@@ -208,8 +208,10 @@ def test_new_and_missing_fail_only_when_configured(
 
 
 def test_fail_set() -> None:
-    assert fail_set(TEN_FIVE) == {Verdict.REGRESSED}
-    assert fail_set(dataclasses.replace(TEN_FIVE, fail_on_new=True, fail_on_missing=True)) == {
+    assert fail_set(TEN_FIVE) == {Verdict.REGRESSED, Verdict.INCONCLUSIVE}
+    warn = dataclasses.replace(TEN_FIVE, on_inconclusive=Policy.WARN)
+    assert fail_set(warn) == {Verdict.REGRESSED}
+    assert fail_set(dataclasses.replace(warn, fail_on_new=True, fail_on_missing=True)) == {
         Verdict.REGRESSED,
         Verdict.NEW,
         Verdict.MISSING,

@@ -26,6 +26,9 @@ def given(config: pytest.Config) -> bool:
         "kernelgate_missing_baseline",
         "kernelgate_on_unreliable",
         "kernelgate_on_nothing_compared",
+        "kernelgate_on_inconclusive",
+        "kernelgate_base",
+        "kernelgate_no_confirm",
         "kernelgate_trust_pt",
         "kernelgate_slow_layer",
         "kernelgate_iterations",
@@ -57,7 +60,9 @@ def load_config(config: pytest.Config) -> tuple[cfg.GateConfig, bool]:
         updates["missing_baseline"] = cfg.MissingBaseline(opt("kernelgate_missing_baseline"))
     if opt("kernelgate_no_confirm"):
         updates["confirm"] = False
-    for option in ("on_unreliable", "on_nothing_compared"):
+    if opt("kernelgate_base"):
+        updates["base"] = opt("kernelgate_base")
+    for option in ("on_unreliable", "on_nothing_compared", "on_inconclusive"):
         if opt("kernelgate_" + option):
             updates[option] = cfg.Policy(opt("kernelgate_" + option))
     rules = tuple(cfg.parse_cli_rule(r) for r in opt("kernelgate_rule"))
@@ -88,7 +93,23 @@ def add(parser: pytest.Parser) -> None:
         action="store_true",
         help="with --kernelgate-save: add this run as one more round to the baseline instead of replacing it",
     )
-    add("--kernelgate-no-confirm", action="store_true", help="fail without re-measuring in a fresh process")
+    add(
+        "--kernelgate-no-confirm",
+        action="store_true",
+        help="decide by the stored baseline alone, without measuring base and head on this runner "
+        "(only sound on the host that recorded the baseline)",
+    )
+    add(
+        "--kernelgate-base",
+        metavar="REF",
+        help="the git ref the same-host judge measures as the base (default: auto = the merge base of HEAD "
+        "with the pull request's base branch or origin/main)",
+    )
+    add(
+        "--kernelgate-on-inconclusive",
+        choices=["fail", "warn"],
+        help="a suspect the same-host judge could not settle: fail the run (default) or warn",
+    )
     add("--kernelgate-confirm-out", metavar="PATH", help=argparse.SUPPRESS)
     add("--kernelgate-baseline-dir", metavar="DIR", help="baseline folder (default: baselines)")
     add("--kernelgate-threshold", metavar="PCT", help="layer threshold, e.g. 10%%")

@@ -36,6 +36,7 @@ if TYPE_CHECKING:
 
     from kernelgate.plugin.session import State
 
+HEAD_ONLY_VARIABLES = frozenset({"KERNELGATE_SLOW_PHASE"})
 KERNEL = "kernel"
 COLDSTART = "coldstart"
 
@@ -165,7 +166,8 @@ class Judge:
         self.log(f"kernelgate: same-host judge: base {sha[:12]} ({how}) in {tree}")
         cwd = Path(self.config.invocation_params.dir).resolve()
         head_env = dict(os.environ)
-        base_env = dict(os.environ)
+        # the deliberate slowdowns stand for a change in the head (--kernelgate-slow-layer likewise)
+        base_env = {k: v for k, v in os.environ.items() if k not in HEAD_ONLY_VARIABLES}
         roots = [str(tree / r.relative_to(self.head_root)) for r in package_roots(self.head_root)]
         if roots:
             base_env["PYTHONPATH"] = os.pathsep.join([*roots, *filter(None, [os.environ.get("PYTHONPATH")])])

@@ -22,13 +22,13 @@ from __future__ import annotations
 
 import enum
 import statistics
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from kernelgate.config import GateConfig, Scope
 from kernelgate.measure.results import Measurement, combine
 from kernelgate.measure.stages import HOST_COUPLED
-from kernelgate.verdict.compare import Comparison, Delta, Verdict, compare
+from kernelgate.verdict.compare import Comparison, Delta, Verdict, compare, round_spread
 
 MIN_ROUNDS = 3
 MAX_ROUNDS = 6
@@ -58,17 +58,27 @@ class Decision:
     offset_pct: float | None = None  # this runner vs the baseline's host (median layer, head side)
 
 
-def _settled(delta: Delta) -> bool:
-    """Clearly in (regressed, by at least twice its limit) or clearly out (under half of it)."""
+def _settled(delta: Delta, noise_us: float | None) -> bool:
+    """Clearly in or clearly out: the move stays on its side of the limit even if it is off by the
+    process-to-process spread ``noise_us`` (without one: beyond twice the limit, or under half)."""
     if delta.baseline_us is None or delta.current_us is None:
         return True  # new or missing: structural, more rounds do not change it
+    if delta.verdict is Verdict.AMBIGUOUS:
+        return False
     limit = delta.threshold.limit_us(delta.baseline_us)
     moved = abs(delta.delta_us)
     if delta.verdict in (Verdict.REGRESSED, Verdict.IMPROVED):
-        return moved >= 2 * limit
-    if delta.verdict is Verdict.AMBIGUOUS:
-        return False
-    return moved <= 0.5 * limit
+        return moved - noise_us > limit if noise_us is not None else moved >= 2 * limit
+    return moved + noise_us <= limit if noise_us is not None else moved <= 0.5 * limit
+
+
+def process_noise(base: Measurement, head: Measurement) -> dict[tuple[Scope, str], float]:
+    """Per total and layer, the larger spread of the round medians (processes) of the two sides."""
+    pairs = [((Scope.TOTAL, "total"), base.total, head.total)]
+    head_layers = {lay.name: lay.time for lay in head.layers}
+    pairs += [((Scope.LAYER, lay.name), lay.time, head_layers[lay.name]) for lay in base.layers
+              if lay.name in head_layers]  # fmt: skip
+    return {key: max(round_spread(b, b.median), round_spread(h, h.median)) for key, b, h in pairs}
 
 
 def judged(ab: Comparison) -> tuple[Delta, ...]:
@@ -124,7 +134,10 @@ def decide(
         return None
     base, head = combine(base_rounds[:n]), combine(head_rounds[:n])
     offset = runner_offset(screen_baseline, head, config)
-    return settle(screen, compare(base, head, config), n, final=n >= max_rounds, offset_pct=offset)
+    noise = process_noise(base, head)
+    return settle(
+        screen, compare(base, head, config), n, final=n >= max_rounds, offset_pct=offset, noise=noise
+    )
 
 
 def settle(
@@ -135,11 +148,12 @@ def settle(
     final: bool,
     offset_pct: float | None = None,
     check_offset: bool = True,
+    noise: Mapping[tuple[Scope, str], float] | None = None,
 ) -> Decision | None:
     """The decision from an A/B comparison of ``n`` processes per side (None: not settled yet and
     more rounds may be measured). ``check_offset=False`` for host-coupled benchmarks (cold starts)."""
     deltas = judged(ab)
-    if not final and not all(_settled(d) for d in deltas):
+    if not final and not all(_settled(d, (noise or {}).get((d.scope, d.name))) for d in deltas):
         return None
     regressed = [d for d in deltas if d.verdict is Verdict.REGRESSED]
     if regressed:

@@ -1,0 +1,144 @@
+"""The same-host judge on synthetic rounds: a change the A/B sees fails, a host offset passes with
+its offset shown, a doubt is inconclusive (never a pass), and rounds follow the evidence."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from factories import measurement
+
+from kernelgate.config import GateConfig, Policy, Scope
+from kernelgate.measure.results import Measurement
+from kernelgate.verdict.compare import Verdict, compare, fail_set
+from kernelgate.verdict.samehost import Outcome, decide, merged, runner_offset, settle, unsettled
+
+CONFIG = GateConfig()  # layers 2.5 %, total 1 %, floor 0.5 µs
+LAYERS = {"input": 30.0, "model.0": 100.0, "model.1": 200.0, "model.2": 150.0}
+
+
+def run(scale: dict[str, float] | None = None, *, process: float = 1.0, seed: int = 0) -> Measurement:
+    """One process's record: every layer times ``process`` (a process-level shift), some layers
+    scaled further, 20 iterations of 0.1 % noise."""
+    rng = random.Random(seed)
+    layers = {}
+    for name, center in LAYERS.items():
+        c = center * process * (scale or {}).get(name, 1.0)
+        layers[name] = [round(c * (1 + rng.uniform(-0.001, 0.001)), 3) for _ in range(20)]
+    return measurement(layers=layers, total=[round(sum(v[i] for v in layers.values()), 3) for i in range(20)])
+
+
+def rounds(n: int, scale: dict[str, float] | None = None, seed: int = 0) -> list[Measurement]:
+    """``n`` processes, each shifted by up to ±0.2 % as fresh processes on one host are."""
+    rng = random.Random(seed)
+    return [run(scale, process=1 + rng.uniform(-0.002, 0.002), seed=seed + i) for i in range(n)]
+
+
+def test_a_change_in_the_head_is_a_regression_named_by_its_layer() -> None:
+    baseline = run(process=0.98)  # recorded on a faster host
+    head = rounds(3, {"model.1": 1.03}, seed=10)
+    screen = compare(baseline, head[0], CONFIG)
+    assert screen.failed
+    decision = decide(screen, baseline, rounds(3, seed=20), head, CONFIG)
+    assert decision is not None and decision.outcome is Outcome.REGRESSION
+    assert "model.1" in decision.reason and "model.0" not in decision.reason
+    final = merged(screen, decision)
+    failing = {d.name for d in final.failures if d.scope is Scope.LAYER}
+    assert failing == {"model.1"}
+    assert final.failed
+
+
+def test_a_host_offset_passes_with_the_offset_shown() -> None:
+    baseline = run(process=0.96)  # the baseline's host is 4 % faster on every layer
+    head = rounds(3, seed=10)
+    screen = compare(baseline, head[0], CONFIG)
+    assert screen.failed  # the screen alone would have failed this A/A
+    decision = decide(screen, baseline, rounds(3, seed=20), head, CONFIG)
+    assert decision is not None and decision.outcome is Outcome.PASS
+    assert decision.offset_pct == pytest.approx(100 * (1 / 0.96 - 1), abs=0.5)
+    final = merged(screen, decision)
+    assert not final.failed
+    assert all("not from this change" in d.note for d in final.deltas if d.name in ("model.0", "model.1"))
+
+
+def test_host_coupled_layers_are_judged_by_the_ab_alone() -> None:
+    baseline = run({"input": 0.7})  # the H2D copy was 40 % faster on the baseline's host
+    head = rounds(3, seed=10)
+    screen = compare(baseline, head[0], CONFIG)
+    assert [d.name for d in screen.failures if d.scope is Scope.LAYER] == ["input"]
+    decision = decide(screen, baseline, rounds(3, seed=20), head, CONFIG)
+    assert decision is not None and decision.outcome is Outcome.PASS
+
+
+def test_a_layer_far_off_the_baseline_while_base_and_head_agree_is_inconclusive() -> None:
+    baseline = run()
+    head = rounds(3, {"model.2": 1.5}, seed=10)  # e.g. a -p plugin on both sides, a runner's library
+    base = rounds(3, {"model.2": 1.5}, seed=20)
+    screen = compare(baseline, head[0], CONFIG)
+    decision = decide(screen, baseline, base, head, CONFIG)
+    assert decision is not None and decision.outcome is Outcome.INCONCLUSIVE
+    assert "model.2 +50" in decision.reason
+    final = merged(screen, decision)
+    assert Verdict.INCONCLUSIVE in {d.verdict for d in final.failures}
+    assert final.failed  # on_inconclusive = "fail" by default
+
+
+def test_inconclusive_fails_only_by_policy() -> None:
+    assert Verdict.INCONCLUSIVE in fail_set(GateConfig())
+    assert Verdict.INCONCLUSIVE not in fail_set(GateConfig(on_inconclusive=Policy.WARN))
+
+
+def test_never_decided_on_fewer_than_min_rounds() -> None:
+    baseline = run()
+    head = rounds(2, {"model.1": 1.5}, seed=10)
+    screen = compare(baseline, head[0], CONFIG)
+    assert decide(screen, baseline, rounds(2, seed=20), head, CONFIG) is None
+    assert decide(screen, baseline, rounds(3, seed=20), [*head, run({"model.1": 1.5})], CONFIG) is not None
+
+
+def test_a_grey_zone_change_asks_for_more_rounds_then_decides() -> None:
+    baseline = run()
+    # +2.8 % with processes ±0.6 %: over the 2.5 % limit, but not by more than the spread
+    rng = random.Random(3)
+    head = [run({"model.1": 1.028}, process=1 + rng.uniform(-0.006, 0.006), seed=i) for i in range(6)]
+    base = [run(process=1 + rng.uniform(-0.006, 0.006), seed=20 + i) for i in range(6)]
+    screen = compare(baseline, head[0], CONFIG)
+    assert decide(screen, baseline, base[:3], head[:3], CONFIG) is None  # not settled: more rounds
+    decision = decide(screen, baseline, base, head, CONFIG)
+    assert decision is not None and decision.outcome is Outcome.REGRESSION
+
+
+def test_a_change_inside_the_process_noise_is_inconclusive_at_the_last_round() -> None:
+    baseline = run()
+    # processes that move by ±6 % on both sides: the A/B itself is unstable
+    shifts = (0.94, 1.06, 1.0, 0.95, 1.05, 1.0)
+    head = [run({"model.1": 1.04}, process=f, seed=i) for i, f in enumerate(shifts)]
+    base = [run(process=f, seed=10 + i) for i, f in enumerate(shifts)]
+    screen = compare(baseline, head[0], CONFIG)
+    decision = decide(screen, baseline, base, head, CONFIG)
+    assert decision is not None and decision.outcome is Outcome.INCONCLUSIVE
+    assert "inside the noise" in decision.reason
+
+
+def test_settle_on_cold_start_phases_skips_the_offset_check() -> None:
+    baseline = run()
+    head = run({"model.2": 1.5})
+    screen = compare(baseline, head, CONFIG)
+    ab = compare(head, head, CONFIG)
+    assert settle(screen, ab, 3, final=True, check_offset=True).outcome is Outcome.INCONCLUSIVE
+    assert settle(screen, ab, 3, final=True, check_offset=False).outcome is Outcome.PASS
+
+
+def test_unsettled_is_inconclusive_with_its_reason() -> None:
+    screen = compare(run(), run({"model.1": 1.5}), CONFIG)
+    decision = unsettled(screen.benchmark, "git cannot resolve base 'nope'")
+    final = merged(screen, decision)
+    assert final.failed
+    assert {d.verdict for d in final.failures} == {Verdict.INCONCLUSIVE}
+    assert "git cannot resolve" in final.notes[-1]
+
+
+def test_runner_offset_leaves_out_host_coupled_layers() -> None:
+    baseline = run()
+    head = run({"input": 2.0, "model.0": 1.01, "model.1": 1.01, "model.2": 1.01})
+    assert runner_offset(baseline, head, CONFIG) == pytest.approx(1.0, abs=0.2)

@@ -1,0 +1,138 @@
+"""The same-host judge end to end on the CPU, with a tiny YOLO in a git repository: each step is a
+fresh pytest process, as in CI.
+
+- a slowdown committed in the head: the screen suspects it, base and head measured on this machine
+  confirm it, the run exits 1 naming the layer;
+- a ``-p`` plugin that slows a layer on both sides: it reaches every child process (the plugin writes
+  a line per process it is loaded in), base and head agree, and the layer that is far off the
+  baseline makes the run inconclusive, not green; ``--kernelgate-on-inconclusive=warn`` lets it pass;
+- no git repository: no base to measure, inconclusive with the reason and the fix.
+
+CPU op times on the 2-core CI machine are noisy, so thresholds are wide (100 %, 300 µs) and the
+slowdowns large (Upsample's forward 30 times).
+"""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("ultralytics")
+
+PYPROJECT = """
+[tool.kernelgate]
+layer_threshold = "100%"
+kernel_threshold = "100%"
+total_threshold = "100%"
+floor_us = 300.0
+kernel_floor_us = 300.0
+confirm_min_rounds = 2
+confirm_max_rounds = 2
+"""
+
+SUITE = """
+def test_yolo(kernelgate):
+    kernelgate.yolo(model="yolov8n", precision="fp32", batch=1, imgsz=64)
+"""
+
+# Upsample 30 times slower (its forward repeated), for every process that loads it
+SLOW_UPSAMPLE = """
+import os, sys
+import torch
+
+_forward = torch.nn.Upsample.forward
+
+
+def _slow(self, x):
+    for _ in range(30):
+        _forward(self, x)
+    return _forward(self, x)
+
+
+torch.nn.Upsample.forward = _slow
+child = any(a.startswith("--kernelgate-confirm-out") for a in sys.argv)
+with open(os.path.join(os.path.dirname(__file__), "loaded.txt"), "a") as f:
+    f.write(("child" if child else "parent") + "\\n")
+"""
+
+
+def git(path: Path, *args: str) -> None:
+    subprocess.run(
+        ["git", "-c", "user.email=ci@example.com", "-c", "user.name=ci", *args],
+        cwd=path, check=True, capture_output=True,
+    )  # fmt: skip
+
+
+def commit(path: Path, message: str) -> None:
+    git(path, "add", "-A")
+    git(path, "commit", "-qm", message)
+
+
+def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
+    return pytester.runpytest_subprocess(
+        "-p", "no:cacheprovider", "--kernelgate-device=cpu", "--benchmark-min-rounds=3", *args
+    )  # fmt: skip
+
+
+@pytest.mark.slow
+def test_a_committed_slowdown_is_confirmed_on_this_machine(pytester: pytest.Pytester) -> None:
+    pytester.makepyprojecttoml(PYPROJECT)
+    pytester.makepyfile(test_suite=SUITE)
+    pytester.path.joinpath(".gitignore").write_text(".kernelgate/\nloaded.txt\n")
+    git(pytester.path, "init", "-q", "-b", "main")
+    commit(pytester.path, "base")
+    run(pytester, "--kernelgate-save").assert_outcomes(passed=1)
+    commit(pytester.path, "baseline")
+    git(pytester.path, "checkout", "-q", "-b", "pr")
+    pytester.makeconftest(SLOW_UPSAMPLE)  # the change under review: committed in the head only
+    commit(pytester.path, "slower upsample")
+
+    result = run(pytester)
+    assert result.ret == 1
+    out = result.stdout.str()
+    assert "same-host judge: base" in out and "(merge base of HEAD and main)" in out
+    result.stdout.fnmatch_lines(["*REGRESSION (same-host A/B): base -> head on this runner: *model.1*"])
+    result.stdout.fnmatch_lines(["*REGRESSED model.1? Upsample:*confirmed on this runner: base * -> head *"])
+    assert "INCONCLUSIVE" not in out
+
+
+@pytest.mark.slow
+def test_a_plugin_on_both_sides_reaches_every_child_and_is_not_green(pytester: pytest.Pytester) -> None:
+    pytester.makepyprojecttoml(PYPROJECT)
+    pytester.makepyfile(test_suite=SUITE, slowplugin=SLOW_UPSAMPLE)
+    pytester.path.joinpath(".gitignore").write_text(".kernelgate/\nloaded.txt\n")
+    git(pytester.path, "init", "-q", "-b", "main")
+    commit(pytester.path, "base")
+    run(pytester, "--kernelgate-save").assert_outcomes(passed=1)
+    commit(pytester.path, "baseline")
+    loaded = pytester.path / "loaded.txt"
+    loaded.unlink(missing_ok=True)
+
+    result = run(pytester, "-p", "slowplugin")
+    assert result.ret == 1
+    lines = loaded.read_text().split()
+    assert lines.count("parent") == 1
+    assert lines.count("child") == 4  # 2 rounds x (base, head): the plugin was in every child
+    result.stdout.fnmatch_lines(["*INCONCLUSIVE (same-host A/B): base and head agree on this runner, but*"])
+    result.stdout.fnmatch_lines(["*INCONCLUSIVE model.1? Upsample:*"])
+
+    warned = run(pytester, "-p", "slowplugin", "--kernelgate-on-inconclusive=warn")
+    assert warned.ret == 0
+    warned.stdout.fnmatch_lines(["*yolov8n-fp32-bs1-64*inconclusive*"])
+
+
+@pytest.mark.slow
+def test_without_git_the_judge_is_inconclusive_and_says_why(pytester: pytest.Pytester) -> None:
+    pytester.makepyprojecttoml(PYPROJECT)
+    pytester.makepyfile(test_suite=SUITE)
+    run(pytester, "--kernelgate-save").assert_outcomes(passed=1)
+
+    result = run(pytester, "--kernelgate-slow-layer=model.2:8")
+    assert result.ret == 1
+    result.stdout.fnmatch_lines(["*INCONCLUSIVE (same-host A/B): no git repository at *"])
+
+    screen_only = run(pytester, "--kernelgate-slow-layer=model.2:8", "--kernelgate-no-confirm")
+    screen_only.assert_outcomes(failed=1)
+    screen_only.stdout.fnmatch_lines(["*REGRESSED model.2 C2f:*"])
