@@ -17,7 +17,6 @@ from kernelgate.baseline import store as baseline
 from kernelgate.coldstart import gate as coldgate
 from kernelgate.coldstart.phases import (
     MARK,
-    SCENARIOS,
     ChildSpec,
     ColdStart,
     ColdStartError,
@@ -26,6 +25,7 @@ from kernelgate.coldstart.phases import (
     measure,
     steady_index,
 )
+from kernelgate.coldstart.scenarios import SCENARIOS
 from kernelgate.config import GateConfig, Rule, Scope
 from kernelgate.verdict.compare import Verdict
 

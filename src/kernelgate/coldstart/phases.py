@@ -26,6 +26,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from kernelgate.coldstart.scenarios import SCENARIOS, Scenario
 from kernelgate.measure.results import Dist
 
 if TYPE_CHECKING:
@@ -47,34 +48,6 @@ SLOW_PHASE_VAR = "KERNELGATE_SLOW_PHASE"  # "import_torch:1.5": the child sleeps
 CHILD_CODE = "from kernelgate.coldstart.phases import child; child()"
 CACHE_PATH_SHOWN = "(kernelgate scenario folder)"
 SCHEMA = 1
-
-
-@dataclass(frozen=True)
-class Scenario:
-    name: str
-    description: str
-    force_ptx: bool = False
-    warm_cache: bool = False  # one priming run fills the cache folder; the timed runs reuse it
-
-
-SCENARIOS = {
-    s.name: s
-    for s in (
-        Scenario("empty", "empty CUDA JIT cache in every run, as on a fresh runner"),
-        Scenario("warm", "CUDA JIT cache filled by an earlier run, as on a reused runner", warm_cache=True),
-        Scenario(
-            "ptx-jit",
-            "CUDA_FORCE_PTX_JIT=1, empty JIT cache: every kernel JIT-compiled from PTX in every run",
-            force_ptx=True,
-        ),
-        Scenario(
-            "ptx-jit-warm",
-            "CUDA_FORCE_PTX_JIT=1, JIT cache filled by an earlier run",
-            force_ptx=True,
-            warm_cache=True,
-        ),
-    )
-}
 
 
 @dataclass(frozen=True)
