@@ -15,16 +15,8 @@ from factories import bench_fields
 from kernelgate import cli
 from kernelgate.baseline import store as baseline
 from kernelgate.coldstart import gate as coldgate
-from kernelgate.coldstart.phases import (
-    MARK,
-    ChildSpec,
-    ColdStart,
-    ColdStartError,
-    Run,
-    Runner,
-    measure,
-    steady_index,
-)
+from kernelgate.coldstart.phases import MARK, ChildSpec, ColdStart, Run, steady_index
+from kernelgate.coldstart.runner import ColdStartError, Runner, measure
 from kernelgate.coldstart.scenarios import SCENARIOS
 from kernelgate.config import GateConfig, Rule, Scope
 from kernelgate.verdict.compare import Verdict

@@ -14,6 +14,7 @@ from kernelgate import config
 from kernelgate.baseline import store as baseline
 from kernelgate.coldstart import gate as coldgate
 from kernelgate.coldstart import phases as coldstart
+from kernelgate.coldstart import runner as coldrunner
 from kernelgate.coldstart.scenarios import SCENARIOS
 from kernelgate.machine import environment
 from kernelgate.machine.environment import detect_arch_key
@@ -156,7 +157,7 @@ def _coldstart(args: argparse.Namespace) -> int:
         return 2
     records: list[coldstart.ColdStart] = []
     for name in scenarios:
-        record = coldstart.measure(
+        record = coldrunner.measure(
             spec,
             SCENARIOS[name],
             args.runs,

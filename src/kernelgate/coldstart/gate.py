@@ -18,7 +18,8 @@ from typing import TYPE_CHECKING, Any
 
 from rich.table import Table
 
-from kernelgate.coldstart.phases import PHASE_HELP, PHASES, TOTAL, ChildSpec, ColdStart, Runner
+from kernelgate.coldstart.phases import PHASE_HELP, PHASES, TOTAL, ChildSpec, ColdStart
+from kernelgate.coldstart.runner import Runner
 from kernelgate.coldstart.scenarios import SCENARIOS
 from kernelgate.config import GateConfig, Scope
 from kernelgate.machine import environment
