@@ -15,6 +15,7 @@ from kernelgate.baseline import store as baseline
 from kernelgate.coldstart import gate as coldgate
 from kernelgate.coldstart import phases as coldstart
 from kernelgate.coldstart import runner as coldrunner
+from kernelgate.coldstart.child import SLOW_PHASE_VAR
 from kernelgate.coldstart.scenarios import SCENARIOS
 from kernelgate.machine import environment
 from kernelgate.machine.environment import detect_arch_key
@@ -149,7 +150,7 @@ def _coldstart(args: argparse.Namespace) -> int:
         return 2
     extra = dict(_pair(text) for text in args.env)
     if args.slow_phase:
-        extra[coldstart.SLOW_PHASE_VAR] = args.slow_phase
+        extra[SLOW_PHASE_VAR] = args.slow_phase
     try:
         base = coldgate.read_records(Path(args.compare)) if args.compare else {}
     except (OSError, ValueError, KeyError, baseline.BaselineError) as exc:

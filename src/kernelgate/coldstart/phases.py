@@ -1,25 +1,13 @@
 """Cold start: how long a fresh process takes from launch to steady-state inference, phase by phase.
 
-Every run is a child process (``python -c``) with a controlled environment; it prints one JSON line
-with its phase timings, and the parent aggregates the runs of a scenario into a :class:`ColdStart`.
-Scenarios differ in the CUDA JIT cache (an empty or a warm ``CUDA_CACHE_PATH`` in a temporary
-folder) and in ``CUDA_FORCE_PTX_JIT=1``, which makes the driver ignore native code (SASS) and
-JIT-compile every kernel from PTX: the situation of a GPU newer than the framework's build.
-Everything else is inherited from the caller's environment, which is what is under test (a CI
-runner that sets ``CUDA_CACHE_DISABLE=1`` or ``CUDA_MODULE_LOADING=EAGER`` shows up here).
-
-No torch at module level: the child imports it, inside its ``import_torch`` phase.
+The phases and the records: what a child builds (:class:`ChildSpec`), one child's phase times (:class:`Run`)
+and the runs of a scenario (:class:`ColdStart`, as the baseline file keeps them). The child imports
+this module before its timers start: no torch, nothing heavy at module level.
 """
 
 from __future__ import annotations
 
-import json
-import os
-import statistics
-import sys
-import time
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -41,10 +29,6 @@ PHASE_HELP = {
     "to_steady": "forwards after the first until the time per forward settles",
 }
 TOTAL = "to_steady_state"  # launch to steady-state inference: the sum of the phases
-MARK = "KERNELGATE_COLDSTART "  # the child's result line starts with this
-SLOW_PHASE_VAR = "KERNELGATE_SLOW_PHASE"  # "import_torch:1.5": the child sleeps 1.5 s in that phase
-CHILD_CODE = "from kernelgate.coldstart.phases import child; child()"
-CACHE_PATH_SHOWN = "(kernelgate scenario folder)"
 SCHEMA = 1
 
 
@@ -70,110 +54,6 @@ class ChildSpec:
     def id(self) -> str:
         """The same id as the kernel benchmark of this model (``YoloSpec.id``)."""
         return self.yolo.id
-
-
-# --- the child --------------------------------------------------------------------------------------
-
-
-def steady_index(durations: Sequence[float], tolerance: float = 0.5, window: int = 5) -> int:
-    """The first forward from which ``window`` forwards in a row stay within ``tolerance`` of the
-    steady time (the median of the second half); ``len(durations)`` if that never happens."""
-    if not durations:
-        return 0
-    limit = (1.0 + tolerance) * statistics.median(durations[len(durations) // 2 :])
-    window = min(window, len(durations))
-    for i in range(len(durations) - window + 1):
-        if all(d <= limit for d in durations[i : i + window]):
-            return i
-    return len(durations)
-
-
-def _slow_phase() -> tuple[str, float]:
-    name, _, seconds = os.environ.get(SLOW_PHASE_VAR, "").partition(":")
-    return name, float(seconds or 0.0)
-
-
-class _Phases:
-    def __init__(self) -> None:
-        self.ms: dict[str, float] = {}
-        self.current = "startup"
-        self.slow = _slow_phase()
-
-    @contextmanager
-    def phase(self, name: str) -> Iterator[None]:
-        self.current = name
-        start = time.perf_counter()
-        if self.slow[0] == name:
-            time.sleep(self.slow[1])
-        yield
-        self.ms[name] = 1000.0 * (time.perf_counter() - start)
-
-
-def child() -> None:
-    """A cold start, in the child: ``python -c "<CHILD_CODE>" '<spec JSON>'``; prints one JSON line."""
-    started = time.time()
-    args = json.loads(sys.argv[1])
-    spec = ChildSpec(**args["spec"])
-    phases = _Phases()
-    phases.ms["startup"] = max(0.0, 1000.0 * (started - float(args["spawned"])))
-    out: dict[str, Any] = {"ok": False}
-    try:
-        out.update(_run(spec, phases))
-        out["ok"] = True
-    except Exception as exc:
-        out["error"] = f"{type(exc).__name__}: {exc}"[:2000]
-        out["failed_phase"] = phases.current
-    out["phases_ms"] = {k: round(v, 3) for k, v in phases.ms.items()}
-    print(MARK + json.dumps(out), flush=True)
-
-
-def _run(spec: ChildSpec, phases: _Phases) -> dict[str, Any]:
-    with phases.phase("import_torch"):
-        import torch
-    with phases.phase("import_model"):
-        os.environ.setdefault("YOLO_OFFLINE", "1")
-        from ultralytics.nn.tasks import DetectionModel  # noqa: F401
-
-    from kernelgate.machine import environment
-    from kernelgate.models.yolo import build_detection_model, make_input
-
-    gpu = spec.device.startswith("cuda")
-    if gpu:
-        with phases.phase("cuda_init"):
-            torch.zeros(1, device=spec.device)
-            torch.cuda.synchronize()
-    torch.backends.cudnn.benchmark = spec.cudnn_benchmark
-    yolo = spec.yolo
-    with phases.phase("build"):
-        net = build_detection_model(yolo, spec.device)
-        host = make_input(yolo, spec.device)
-
-    def forward() -> float:
-        start = time.perf_counter()
-        net(host.to(spec.device, non_blocking=True))
-        if gpu:
-            torch.cuda.synchronize()
-        return 1000.0 * (time.perf_counter() - start)
-
-    with torch.no_grad():
-        with phases.phase("first_inference"):
-            forward()
-        phases.current = "to_steady"
-        durations = [forward() for _ in range(spec.iterations)]
-    index = steady_index(durations)
-    phases.ms["to_steady"] = sum(durations[:index])
-    env = environment.collect(torch, spec.device)
-    if "env.CUDA_CACHE_PATH" in env:
-        env["env.CUDA_CACHE_PATH"] = CACHE_PATH_SHOWN
-    return {
-        "steady_ms": round(statistics.median(durations[index:] or durations or [0.0]), 3),
-        "steady_after": index,
-        "arch": environment.torch_arch_key(torch, spec.device),
-        "environment": env,
-    }
-
-
-# --- the parent -------------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,8 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from kernelgate.coldstart.phases import CHILD_CODE, MARK, ChildSpec, ColdStart, Run, folder_bytes
+from kernelgate.coldstart.child import CHILD_CODE, MARK
+from kernelgate.coldstart.phases import ChildSpec, ColdStart, Run, folder_bytes
 from kernelgate.coldstart.scenarios import Scenario
 
 
