@@ -22,7 +22,7 @@ coldstart_floor_ms = 2500.0
 
 SUITE = """
 def test_coldstart(kernelgate):
-    record = kernelgate.coldstart.phases(
+    record = kernelgate.coldstart(
         model="yolov8n", precision="fp32", imgsz=32, scenario="empty", runs=1, prime=False
     )
     assert record.ok_runs
