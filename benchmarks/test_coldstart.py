@@ -16,9 +16,7 @@ RUNS = int(os.environ.get("KERNELGATE_COLDSTART_RUNS", "3"))
 
 def test_coldstart(kernelgate: Any, coldstart_case: tuple[str, str, int, str]) -> None:
     model, precision, imgsz, scenario = coldstart_case
-    record = kernelgate.coldstart(
-        model=model, precision=precision, imgsz=imgsz, scenario=scenario, runs=RUNS
-    )
+    record = kernelgate.coldstart(model=model, precision=precision, imgsz=imgsz, scenario=scenario, runs=RUNS)
     assert record.ok_runs, record.error
     # the phases account for the whole launch-to-steady-state time of every run
     for run in record.ok_runs:

@@ -15,17 +15,10 @@ from factories import bench_fields
 from kernelgate import cli
 from kernelgate.baseline import store as baseline
 from kernelgate.coldstart import gate as coldgate
-from kernelgate.coldstart.phases import (
-    MARK,
-    SCENARIOS,
-    ChildSpec,
-    ColdStart,
-    ColdStartError,
-    Run,
-    Runner,
-    measure,
-    steady_index,
-)
+from kernelgate.coldstart.child import MARK, steady_index
+from kernelgate.coldstart.phases import ChildSpec, ColdStart, Run
+from kernelgate.coldstart.runner import ColdStartError, Runner, measure
+from kernelgate.coldstart.scenarios import SCENARIOS
 from kernelgate.config import GateConfig, Rule, Scope
 from kernelgate.verdict.compare import Verdict
 

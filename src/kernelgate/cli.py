@@ -14,6 +14,9 @@ from kernelgate import config
 from kernelgate.baseline import store as baseline
 from kernelgate.coldstart import gate as coldgate
 from kernelgate.coldstart import phases as coldstart
+from kernelgate.coldstart import runner as coldrunner
+from kernelgate.coldstart.child import SLOW_PHASE_VAR
+from kernelgate.coldstart.scenarios import SCENARIOS
 from kernelgate.machine import environment
 from kernelgate.machine.environment import detect_arch_key
 from kernelgate.measure import integrity
@@ -141,13 +144,13 @@ def _coldstart(args: argparse.Namespace) -> int:
         args.model, args.precision, args.batch, args.imgsz, device, args.iterations, args.cudnn_benchmark
     )
     scenarios = (args.scenarios or ("empty,warm,ptx-jit" if device == "cuda" else "empty")).split(",")
-    unknown = [name for name in scenarios if name not in coldstart.SCENARIOS]
+    unknown = [name for name in scenarios if name not in SCENARIOS]
     if unknown:
-        print(f"kernelgate coldstart: unknown scenario(s) {unknown}; use {', '.join(coldstart.SCENARIOS)}")
+        print(f"kernelgate coldstart: unknown scenario(s) {unknown}; use {', '.join(SCENARIOS)}")
         return 2
     extra = dict(_pair(text) for text in args.env)
     if args.slow_phase:
-        extra[coldstart.SLOW_PHASE_VAR] = args.slow_phase
+        extra[SLOW_PHASE_VAR] = args.slow_phase
     try:
         base = coldgate.read_records(Path(args.compare)) if args.compare else {}
     except (OSError, ValueError, KeyError, baseline.BaselineError) as exc:
@@ -155,9 +158,9 @@ def _coldstart(args: argparse.Namespace) -> int:
         return 2
     records: list[coldstart.ColdStart] = []
     for name in scenarios:
-        record = coldstart.measure(
+        record = coldrunner.measure(
             spec,
-            coldstart.SCENARIOS[name],
+            SCENARIOS[name],
             args.runs,
             extra,
             args.timeout,
@@ -338,7 +341,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     cold.add_argument("--device", default="auto", choices=["auto", "cuda", "cpu"])
     cold.add_argument(
         "--scenarios",
-        help=f"comma-separated, of {', '.join(coldstart.SCENARIOS)} (default empty,warm,ptx-jit; CPU: empty)",
+        help=f"comma-separated, of {', '.join(SCENARIOS)} (default empty,warm,ptx-jit; CPU: empty)",
     )
     cold.add_argument("--runs", type=int, default=3, help="timed runs per scenario (default 3)")
     cold.add_argument("--iterations", type=int, default=50, help="forwards after the first (default 50)")

@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING, Any
 
 from rich.table import Table
 
-from kernelgate.coldstart.phases import PHASE_HELP, PHASES, SCENARIOS, TOTAL, ColdStart
+from kernelgate.coldstart.phases import PHASE_HELP, PHASES, TOTAL, ColdStart
+from kernelgate.coldstart.scenarios import SCENARIOS
 from kernelgate.config import GateConfig, Scope
 from kernelgate.machine import environment
 from kernelgate.measure.results import Dist, Measurement

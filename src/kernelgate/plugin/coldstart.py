@@ -20,7 +20,9 @@ from kernelgate.coldstart.gate import (
     record_of,
     summary,
 )
-from kernelgate.coldstart.phases import SCENARIOS, ChildSpec, ColdStart, Runner
+from kernelgate.coldstart.phases import ChildSpec, ColdStart
+from kernelgate.coldstart.runner import Runner
+from kernelgate.coldstart.scenarios import SCENARIOS
 from kernelgate.machine import environment
 from kernelgate.measure import timing
 from kernelgate.verdict import samehost
