@@ -51,7 +51,7 @@ def test_record_then_catch_a_slowed_cold_start_phase(
     assert bench["stats"]["rounds"] == 1  # pytest-benchmark timed the child process
 
     monkeypatch.setenv("KERNELGATE_SLOW_PHASE", "import_model:3.5")
-    slowed = run(pytester)
+    slowed = run(pytester, "--kernelgate-no-confirm")  # the screen alone (the judge: test_samehost_e2e)
     slowed.assert_outcomes(failed=1)
     slowed.stdout.fnmatch_lines(
         [

@@ -64,7 +64,8 @@ def test_record_pass_and_catch_a_slowed_layer(pytester: pytest.Pytester) -> None
     again = run(pytester)
     again.assert_outcomes(passed=1)
 
-    slowed = run(pytester, "--kernelgate-slow-layer=model.2:8")
+    # the screen alone: tests/test_samehost_e2e.py covers the same-host judge
+    slowed = run(pytester, "--kernelgate-slow-layer=model.2:8", "--kernelgate-no-confirm")
     slowed.assert_outcomes(failed=1)
     slowed.stdout.fnmatch_lines(["*REGRESSED model.2 C2f:*threshold 100 %, floor 300 µs*"])
     assert "REGRESSED model.3 " not in slowed.stdout.str()

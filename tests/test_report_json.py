@@ -16,7 +16,7 @@ def test_document_of_the_real_regression() -> None:
     assert doc["failed"] is True
     assert doc["verdict"].startswith("kernelgate: 1 layer slower in yolov8n-fp16-bs1-640")
     (bench,) = doc["benchmarks"]
-    assert bench["fail_on"] == ["regressed"]
+    assert bench["fail_on"] == ["inconclusive", "regressed"]  # a doubt fails by default (on_inconclusive)
     assert bench["total"] | {"threshold": None} == {
         "scope": "total",
         "name": "total",
@@ -33,6 +33,7 @@ def test_document_of_the_real_regression() -> None:
         "p_value": 0.0,
         "noise_pct": 0.011,
         "confirm_us": None,
+        "confirm_base_us": None,
         "note": "",
     }
     assert bench["total"]["threshold"] == {"rel": 0.01, "floor_us": 0.5}

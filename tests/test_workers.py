@@ -38,7 +38,7 @@ def test_a_comparison_survives_its_json_round_trip_unchanged() -> None:
 def test_every_field_of_a_delta_travels() -> None:
     delta = Delta(
         Scope.KERNEL, "model.2.cv1.conv :: sm90_xmma", "model.2", 10.125, 13.5, Threshold(0.25, 2.0),
-        Verdict.REGRESSED, 1.0, 2.0, 0.0079, 3.25, 13.25, "confirmed",
+        Verdict.REGRESSED, 1.0, 2.0, 0.0079, 3.25, 13.25, 10.5, "confirmed",
     )  # fmt: skip
     data = delta.to_json()
     assert set(data) == {f.name for f in dataclasses.fields(Delta)}, "a new Delta field must travel too"

@@ -204,7 +204,7 @@ def test_two_workers_save_compare_fail_and_report_as_one_process(
     assert doc["failed"] and [b["benchmark"] for b in doc["benchmarks"]] == ["tiny-32", "tiny-40"]
 
 
-def test_each_worker_is_pinned_to_its_own_gpu_and_its_confirm_runs_too(
+def test_each_worker_is_pinned_to_its_own_gpu_and_the_judge_runs_both_sides_on_one(
     pytester: pytest.Pytester, seen: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Three fake H200s, CUDA_VISIBLE_DEVICES=2,0: -n auto starts two workers, on GPU 2 and GPU 0."""
@@ -228,10 +228,16 @@ def test_each_worker_is_pinned_to_its_own_gpu_and_its_confirm_runs_too(
         assert environment["env.CUDA_VISIBLE_DEVICES"] == "2,0"  # what the run started with
         assert environment["pinned_gpu"] in ("0", "2")
 
-    slowed = pytester.runpytest_subprocess(*args, *SLOW)  # confirm runs on: each re-measures in a child
-    slowed.assert_outcomes(failed=2)
-    for test, worker in workers_of(seen).items():
-        assert (seen / f"{test}.confirm").read_text() == (seen / f"{test}.{worker}").read_text()
+    for command in (["init", "-q", "-b", "main"], ["add", "-A"], ["commit", "-qm", "base"]):
+        subprocess.run(["git", "-c", "user.email=ci@example.com", "-c", "user.name=ci", *command],
+                       cwd=pytester.path, check=True, capture_output=True)  # fmt: skip
+    # the same-host judge: the controller measures base and head of both suspects at session end,
+    # each child under the controller's environment: base and head see the same GPU (the first)
+    slowed = pytester.runpytest_subprocess(*args, *SLOW)
+    assert slowed.ret == 1
+    slowed.stdout.fnmatch_lines(["*same-host judge: base*", "*REGRESSION (same-host A/B)*lastconv*"])
+    for test in workers_of(seen):
+        assert (seen / f"{test}.confirm").read_text() == "2,0"
 
 
 def test_more_workers_than_gpus_is_a_usage_error(

@@ -397,7 +397,7 @@ SPEED_VARIABLES = (
     "PYTORCH_NO_CUDA_MEMORY_CACHING",
     "TORCH_CUDNN_V8_API_DISABLED",
     "TORCH_USE_CUDA_DSA",
-    "KERNELGATE_SLOW_PHASE",  # kernelgate's own deliberate cold-start fault (kernelgate.coldstart.phases)
+    "KERNELGATE_SLOW_PHASE",  # kernelgate's own deliberate cold-start fault (kernelgate.coldstart.child)
 )
 
 

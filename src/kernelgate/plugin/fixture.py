@@ -257,7 +257,7 @@ class KernelGate:
     ) -> ColdStart:
         """Time ``runs`` cold starts of the model, each in a fresh process, and gate every phase
         against the baseline (:mod:`kernelgate.coldstart.gate`); ``scenario`` is one of
-        :data:`kernelgate.coldstart.phases.SCENARIOS` (``empty``, ``warm``, ``ptx-jit``, ``ptx-jit-warm``)."""
+        :data:`kernelgate.coldstart.scenarios.SCENARIOS` (``empty``, ``warm``, ``ptx-jit``, ``ptx-jit-warm``)."""
 
         from kernelgate.plugin import coldstart
 
