@@ -142,3 +142,19 @@ def test_runner_offset_leaves_out_host_coupled_layers() -> None:
     baseline = run()
     head = run({"input": 2.0, "model.0": 1.01, "model.1": 1.01, "model.2": 1.01})
     assert runner_offset(baseline, head, CONFIG) == pytest.approx(1.0, abs=0.2)
+
+
+def test_the_screen_suspects_at_half_the_thresholds_so_a_faster_runner_hides_no_change() -> None:
+    baseline = run()
+    head = run({"model.1": 1.03}, process=0.985)  # +3 % on a runner 1.5 % faster: +1.5 % on screen
+    assert not compare(baseline, head, CONFIG).failed
+    assert compare(baseline, head, CONFIG.screening()).failed
+    assert CONFIG.screening().threshold("a", "b", Scope.LAYER, "model.1").rel == pytest.approx(0.0125)
+    assert CONFIG.threshold("a", "b", Scope.LAYER, "model.1").rel == pytest.approx(0.025)
+    screen = compare(baseline, head, CONFIG)
+    base, changed = rounds(6, seed=20), rounds(6, {"model.1": 1.03}, seed=30)
+    assert decide(screen, baseline, base[:3], changed[:3], CONFIG) is None  # the total: grey zone
+    decision = decide(screen, baseline, base, changed, CONFIG)
+    assert decision is not None and decision.outcome is Outcome.REGRESSION
+    final = merged(compare(baseline, head, CONFIG), decision)
+    assert [d.name for d in final.failures if d.scope is Scope.LAYER] == ["model.1"]

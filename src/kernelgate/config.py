@@ -94,6 +94,15 @@ class GateConfig:
     confirm_min_rounds: int = 3
     confirm_max_rounds: int = 6
     on_inconclusive: Policy = Policy.FAIL
+    # the screen suspects a benchmark at this fraction of its thresholds: a runner faster than the
+    # baseline's host would otherwise hide a change just over the threshold from the judge
+    screen: float = 0.5
+
+    def screening(self) -> GateConfig:
+        """This configuration with the thresholds the screen applies (relative ones times ``screen``)."""
+        return replace(self, _scale=self.screen * self._scale)
+
+    _scale: float = 1.0
 
     def threshold(self, arch: str, benchmark: str, scope: Scope, name: str) -> Threshold:
         """The threshold of one figure. Cold-start phases (seconds, not microseconds) start from
@@ -113,7 +122,7 @@ class GateConfig:
             if rule.matches(arch, benchmark, scope, name):
                 rel = rule.threshold if rule.threshold is not None else rel
                 floor = rule.floor_us if rule.floor_us is not None else floor
-        return Threshold(rel=rel, floor_us=floor)
+        return Threshold(rel=rel * self._scale, floor_us=floor)
 
 
 def parse_fraction(value: object, what: str) -> float:
@@ -212,6 +221,7 @@ _SIMPLE_KEYS = {
     "base",
     "confirm_min_rounds",
     "confirm_max_rounds",
+    "screen",
     "rules",
     "coldstart_threshold",
     "coldstart_floor_ms",
@@ -249,6 +259,13 @@ def from_table(table: Mapping[str, Any], where: str, root: Path) -> GateConfig:
     for key in ("on_unreliable", "on_nothing_compared", "on_inconclusive"):
         if key in table:
             updates[key] = parse_policy(table[key], f"{where}.{key}")
+    if "screen" in table:
+        screen = parse_fraction(table["screen"], f"{where}.screen")
+        if not 0 < screen <= 1:
+            raise ConfigError(
+                f"{where}.screen = {table['screen']!r} must be above 0 and at most 1 (e.g. 0.5)."
+            )
+        updates["screen"] = screen
     if "base" in table:
         if not isinstance(table["base"], str) or not table["base"].strip():
             raise ConfigError(

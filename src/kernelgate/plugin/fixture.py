@@ -257,7 +257,8 @@ class KernelGate:
     ) -> ColdStart:
         """Time ``runs`` cold starts of the model, each in a fresh process, and gate every phase
         against the baseline (:mod:`kernelgate.coldstart.gate`); ``scenario`` is one of
-        :data:`kernelgate.coldstart.scenarios.SCENARIOS` (``empty``, ``warm``, ``ptx-jit``, ``ptx-jit-warm``)."""
+        :data:`kernelgate.coldstart.scenarios.SCENARIOS` (``empty``, ``warm``, ``ptx-jit``,
+        ``ptx-jit-warm``)."""
 
         from kernelgate.plugin import coldstart
 
@@ -290,7 +291,10 @@ class KernelGate:
         entry, path = found
         _check_baseline_entry(entry, shown(path))
         comparison = compare(entry.measurement, result, self.state.config)
-        if comparison.failed and self.state.config.confirm:
+        screen = comparison.failed
+        if self.state.config.confirm and not screen:  # suspect at a fraction of the thresholds too
+            screen = compare(entry.measurement, result, self.state.config.screening()).failed
+        if screen and self.state.config.confirm:
             # a suspect: base and head on this runner decide at the end of the session
             from kernelgate.plugin.samehost import KERNEL, Suspect
 
