@@ -122,7 +122,7 @@ def _gate_coldstart(
 def _doctor(args: argparse.Namespace) -> int:
     from kernelgate.machine import doctor, fitness
 
-    facts = doctor.gather(Path(args.baseline_dir))
+    facts = doctor.gather(Path(args.baseline_dir), coldgate.recorded_cache_bytes)
     findings = fitness.diagnose(facts)
     text = (
         doctor.to_json(facts, findings, args.strict)

@@ -51,6 +51,23 @@ def read_records(path: Path) -> dict[str, ColdStart]:
     return {r.id: r for r in (ColdStart.from_json(d) for d in data[EXTRA_KEY])}
 
 
+def recorded_cache_bytes(baseline_dir: Path, key: str) -> int | None:
+    """The largest JIT cache a cold start recorded in the baseline of ``key`` left behind (None: no
+    such baseline, an unreadable one, or no cold start in it); ``kernelgate doctor`` sizes the
+    cache against it."""
+    from kernelgate.baseline import store as baseline
+
+    path = baseline.path_for(baseline_dir, key)
+    if not path.is_file():
+        return None
+    try:
+        entries = baseline.load(path)
+    except baseline.BaselineError:
+        return None
+    sizes = [rec.cache_bytes for e in entries.values() if (rec := record_of(e)) is not None]
+    return max(sizes) if sizes else None
+
+
 def carrier(record: ColdStart) -> Measurement:
     """The ``extra_info.kernelgate`` of a cold-start entry: environment and total time per run."""
     return Measurement(

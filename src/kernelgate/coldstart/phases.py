@@ -26,6 +26,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from kernelgate.machine.jit_cache import folder_bytes
 from kernelgate.measure.results import Dist
 
 if TYPE_CHECKING:
@@ -324,11 +325,6 @@ class ColdStart:
             runs=tuple(Run.from_json(r) for r in data["runs"]),
             environment={str(k): str(v) for k, v in data.get("environment", {}).items()},
         )
-
-
-def folder_bytes(path: Path) -> int:
-    """Bytes of the files below ``path`` (the JIT cache a run left)."""
-    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file()) if path.is_dir() else 0
 
 
 class Runner:

@@ -12,7 +12,7 @@ import json
 import os
 import shutil
 import textwrap
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from importlib import metadata
 from pathlib import Path
@@ -30,6 +30,7 @@ from kernelgate.machine.environment import (
     read_state,
 )
 from kernelgate.machine.fitness import Finding, Level, exit_code
+from kernelgate.machine.jit_cache import default_cache_path, folder_bytes
 
 
 @dataclass(frozen=True)
@@ -86,10 +87,6 @@ def _variables() -> dict[str, str]:
     return {name: os.environ[name] for name in SPEED_VARIABLES if name in os.environ}
 
 
-def default_cache_path() -> str:
-    return os.environ.get("CUDA_CACHE_PATH") or str(Path.home() / ".nv" / "ComputeCache")
-
-
 def _existing(path: Path) -> Path:
     while not path.exists() and path != path.parent:
         path = path.parent
@@ -103,32 +100,22 @@ def _governor() -> str | None:
         return None
 
 
-def _suite_cache_bytes(baseline_dir: Path, key: str) -> int | None:
-    """The largest JIT cache a cold start recorded in this machine's baseline left behind."""
-    from kernelgate.baseline import store as baseline
-    from kernelgate.coldstart import gate as coldgate
-
-    path = baseline.path_for(baseline_dir, key)
-    if not path.is_file():
-        return None
-    try:
-        entries = baseline.load(path)
-    except baseline.BaselineError:
-        return None
-    sizes = [rec.cache_bytes for e in entries.values() if (rec := coldgate.record_of(e)) is not None]
-    return max(sizes) if sizes else None
-
-
 def _cudnn_version(torch: Any) -> str | None:
     cudnn = torch.backends.cudnn
     return str(cudnn.version()) if cudnn.is_available() else None
 
 
-def gather(baseline_dir: Path = Path("baselines")) -> Facts:
+def gather(
+    baseline_dir: Path = Path("baselines"),
+    recorded_cache_bytes: Callable[[Path, str], int | None] | None = None,
+) -> Facts:
     """Read the facts. NVML is read first, before torch loads, so no CUDA context of this process
-    shows among the GPU's processes; torch is asked only what needs no CUDA context."""
-    from kernelgate.coldstart.phases import folder_bytes
+    shows among the GPU's processes; torch is asked only what needs no CUDA context.
 
+    ``recorded_cache_bytes(baseline_dir, key)`` gives the largest JIT cache a recorded cold start
+    left (:func:`kernelgate.coldstart.gate.recorded_cache_bytes`, which the command passes: the
+    baseline format is above this package); without it that size is not known.
+    """
     error = nvml_error()
     identity = None if error else read_identity()
     state = None if error else read_state()
@@ -180,7 +167,7 @@ def gather(baseline_dir: Path = Path("baselines")) -> Facts:
         cache_bytes=folder_bytes(cache),
         cache_free_bytes=shutil.disk_usage(anchor).free,
         cache_writable=os.access(anchor, os.W_OK),
-        suite_cache_bytes=_suite_cache_bytes(baseline_dir, key),
+        suite_cache_bytes=None if recorded_cache_bytes is None else recorded_cache_bytes(baseline_dir, key),
         baseline_dir=str(baseline_dir),
         baseline_keys=keys,
         cpu=cpu_model(),
