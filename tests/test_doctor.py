@@ -14,8 +14,9 @@ from fake_nvml import FakeGpu, fake_pynvml
 from kernelgate import cli
 from kernelgate.machine import doctor, fitness
 from kernelgate.machine.doctor import Facts
-from kernelgate.machine.environment import GpuIdentity, GpuProcess, GpuState
 from kernelgate.machine.fitness import Finding, Level, diagnose, exit_code
+from kernelgate.machine.identity import GpuIdentity
+from kernelgate.machine.state import GpuProcess, GpuState
 
 H200 = GpuIdentity(
     index=0,

@@ -14,8 +14,8 @@ from kernelgate import config
 from kernelgate.baseline import store as baseline
 from kernelgate.coldstart import gate as coldgate
 from kernelgate.coldstart import phases as coldstart
-from kernelgate.machine import environment
-from kernelgate.machine.environment import detect_arch_key
+from kernelgate.machine import envdiff
+from kernelgate.machine.identity import detect_arch_key
 from kernelgate.measure import integrity
 from kernelgate.measure.results import Measurement
 from kernelgate.report.terminal import failure_message, layer_table
@@ -59,9 +59,7 @@ def _compare(args: argparse.Namespace) -> int:
             print(layer_table(comparison, types))
         if comparison.failed:
             failed = True
-            changes = environment.changes(
-                base[fullname].measurement.environment, entry.measurement.environment
-            )
+            changes = envdiff.changes(base[fullname].measurement.environment, entry.measurement.environment)
             print(failure_message(comparison, types, args.baseline, changes))
         else:
             print(f"{comparison.benchmark}: pass")
@@ -112,7 +110,7 @@ def _gate_coldstart(
         return False
     comparison = coldgate.compare(base, current, gate)
     if comparison.failed:
-        changes = environment.changes(base.environment, current.environment)
+        changes = envdiff.changes(base.environment, current.environment)
         print(coldgate.failure_message(comparison, base, current, where, changes))
         return True
     print(coldgate.summary(comparison))

@@ -20,7 +20,7 @@ from rich.table import Table
 
 from kernelgate.coldstart.phases import PHASE_HELP, PHASES, SCENARIOS, TOTAL, ChildSpec, ColdStart, Runner
 from kernelgate.config import GateConfig, Scope
-from kernelgate.machine import environment
+from kernelgate.machine import envdiff, identity, software
 from kernelgate.measure import timing
 from kernelgate.measure.results import Dist, Measurement
 from kernelgate.report.terminal import _render, environment_lines
@@ -155,7 +155,7 @@ def failure_message(
     base: ColdStart,
     current: ColdStart,
     baseline_path: str,
-    changes: Sequence[environment.Change] = (),
+    changes: Sequence[envdiff.Change] = (),
 ) -> str:
     """What got slower in a cold start, with the JIT cache and the environment changes that may explain it."""
     phases = [d for d in comparison.failures if d.name != TOTAL]
@@ -238,7 +238,7 @@ def run(kg: KernelGate, spec: ChildSpec, scenario: str, runs: int, prime: bool) 
         stats = timing.pedantic(
             kg.benchmark, kg.node.config, runner.run_or_raise, rounds=runs, warmup_rounds=0
         )
-    record = runner.record(fallback_arch=environment.detect_arch_key(force_cpu=spec.device == "cpu"))
+    record = runner.record(fallback_arch=identity.detect_arch_key(force_cpu=spec.device == "cpu"))
     kg.benchmark.extra_info[EXTRA_KEY] = record.to_json()
     result = carrier(record)
     if stats is not None:
@@ -268,7 +268,7 @@ def run(kg: KernelGate, spec: ChildSpec, scenario: str, runs: int, prime: bool) 
     kg.state.comparisons.append(comparison)
     kg.state.notes.append(summary(comparison))
     if comparison.failed:
-        changes = environment.changes(base.environment, record.environment)
+        changes = envdiff.changes(base.environment, record.environment)
         pytest.fail(failure_message(comparison, base, record, shown(path), changes), pytrace=False)
     return record
 
@@ -280,7 +280,7 @@ def ptx_unavailable(device: str) -> str | None:
         return "forced PTX JIT is a GPU scenario (the device is the CPU)"
     import torch
 
-    images = environment.KernelImages(
+    images = software.KernelImages(
         tuple(torch.cuda.get_arch_list()), torch.cuda.get_device_capability(device)
     )
     if images.usable_ptx:

@@ -18,19 +18,12 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from kernelgate.machine.environment import (
-    SPEED_VARIABLES,
-    GpuIdentity,
-    GpuState,
-    KernelImages,
-    cpu_arch_key,
-    cpu_model,
-    nvml_error,
-    read_identity,
-    read_state,
-)
 from kernelgate.machine.fitness import Finding, Level, exit_code
+from kernelgate.machine.identity import GpuIdentity, cpu_arch_key, cpu_model, read_identity
 from kernelgate.machine.jit_cache import default_cache_path, folder_bytes
+from kernelgate.machine.nvml import nvml_error
+from kernelgate.machine.software import SPEED_VARIABLES, KernelImages
+from kernelgate.machine.state import GpuState, read_state
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from kernelgate.machine.environment import THROTTLING, clock_event_names, same_architecture
+from kernelgate.machine.identity import same_architecture
+from kernelgate.machine.state import THROTTLING, clock_event_names
 
 if TYPE_CHECKING:
     from kernelgate.machine.doctor import Facts

@@ -22,7 +22,7 @@ from kernelgate.baseline import store as baseline
 from kernelgate.baseline.names import safe_name
 from kernelgate.coldstart.phases import ChildSpec, ColdStart
 from kernelgate.config import MissingBaseline, Policy
-from kernelgate.machine import environment
+from kernelgate.machine import envdiff, identity, software, state
 from kernelgate.measure import attribute, faults, integrity, profile, timing, trace
 from kernelgate.measure import results as measure
 from kernelgate.models.layers import Layers
@@ -331,7 +331,7 @@ class KernelGate:
                 comparison = dataclasses.replace(comparison, notes=(*comparison.notes, problem))
         self.state.comparisons.append(comparison)
         if comparison.failed:
-            changes = environment.changes(entry.measurement.environment, result.environment)
+            changes = envdiff.changes(entry.measurement.environment, result.environment)
             pytest.fail(failure_message(comparison, dict(layers.types), shown(path), changes), pytrace=False)
         return comparison
 
@@ -339,12 +339,12 @@ class KernelGate:
         """This benchmark's baseline for this GPU, or None once a missing baseline failed or warned.
 
         A baseline of another GPU (another product of the same architecture, or the same key with
-        other memory, max clock or power limit: :func:`environment.gpu_differences`) is refused
+        other memory, max clock or power limit: :func:`envdiff.gpu_differences`) is refused
         unless ``--kernelgate-allow-other-gpu``.
         """
         base_dir, allow = self.state.config.baseline_dir, self.state.options.allow_other_gpu
         path = baseline.path_for(base_dir, result.arch)
-        others = [] if path.exists() else environment.same_architecture(result.arch, _keys(base_dir))
+        others = [] if path.exists() else identity.same_architecture(result.arch, _keys(base_dir))
         if others and allow:
             path = baseline.path_for(base_dir, others[0])
         try:
@@ -356,16 +356,14 @@ class KernelGate:
         if entry is None:
             self._no_baseline(result, path, others)
             return None
-        differences = environment.gpu_differences(entry.measurement.environment, result.environment)
+        differences = envdiff.gpu_differences(entry.measurement.environment, result.environment)
         if differences and not allow:
-            pytest.fail(
-                environment.other_gpu_message(result.benchmark, shown(path), differences), pytrace=False
-            )
+            pytest.fail(envdiff.other_gpu_message(result.benchmark, shown(path), differences), pytrace=False)
         if differences or path.parent.name != result.arch:
             listed = "; ".join(str(d) for d in differences) or f"{path.parent.name} for {result.arch}"
             self.state.notes.append(
                 f"{result.benchmark}: compared with another GPU's baseline ({listed}), "
-                f"as {environment.OTHER_GPU_OPTION} asked"
+                f"as {envdiff.OTHER_GPU_OPTION} asked"
             )
         return entry, path
 
@@ -380,7 +378,7 @@ class KernelGate:
             message += (
                 f" Baselines of other GPUs of the same architecture exist ({', '.join(others)}); a "
                 "timing of one GPU does not hold for another, so they are not used unless "
-                f"{environment.OTHER_GPU_OPTION} is given."
+                f"{envdiff.OTHER_GPU_OPTION} is given."
             )
         if self.state.config.missing_baseline is MissingBaseline.FAIL:
             pytest.fail(message, pytrace=False)
@@ -429,7 +427,7 @@ def measure_module(
     extra: list[str] = []
     profile.run(runner.step, runner.net if runner.hook_step else None, gpu=gpu, schedule=schedule,
                 trace_path=trace_path)  # fmt: skip
-    gpu_state = environment.gpu_state() if gpu else {}
+    gpu_state = state.gpu_state() if gpu else {}
     parsed = trace.parse(trace_path, gpu=gpu)
     frame = attribute.attribute(parsed, layers)
     if runner.reference is not None:  # a CUDA-graph replay: name its kernels after an eager pass
@@ -445,11 +443,11 @@ def measure_module(
     result = measure.build(
         frame,
         benchmark=bench_id,
-        arch=environment.torch_arch_key(torch, device),
+        arch=identity.torch_arch_key(torch, device),
         device=device,
         iterations=len(parsed.steps),
         wall_us=wall_us,
-        environment=environment.collect(torch, device),
+        environment=software.collect(torch, device),
         unlinked=parsed.unlinked,
         gpu_states=(gpu_state,) if gpu_state else (),
         groups=layers.groups,
