@@ -1,6 +1,6 @@
 """Is a machine fit to benchmark? The rules of ``kernelgate doctor``, as pure functions of the facts.
 
-Each ``check_*`` turns :class:`~kernelgate.machine.doctor.Facts` into findings, each with a level and a fix;
+Each ``check_*`` turns :class:`~kernelgate.machine.facts.Facts` into findings, each with a level and a fix;
 nothing here reads the machine, so every rule is tested on made-up facts.
 """
 
@@ -9,13 +9,10 @@ from __future__ import annotations
 import enum
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
+from kernelgate.machine.facts import Facts
 from kernelgate.machine.identity import same_architecture
 from kernelgate.machine.state import THROTTLING, clock_event_names
-
-if TYPE_CHECKING:
-    from kernelgate.machine.doctor import Facts
 
 DEFAULT_CACHE_MAXSIZE = 2**30  # CUDA_CACHE_MAXSIZE's default on desktop and server platforms
 MAX_CACHE_MAXSIZE = 2**32  # the largest value the driver honours
