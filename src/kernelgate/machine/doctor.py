@@ -18,7 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from kernelgate.machine.facts import Facts
-from kernelgate.machine.fitness import Finding, Level, exit_code
+from kernelgate.machine.finding import Finding, Level
+from kernelgate.machine.fitness import exit_code
 from kernelgate.machine.identity import cpu_arch_key, cpu_model, read_identity
 from kernelgate.machine.jit_cache import default_cache_path, folder_bytes
 from kernelgate.machine.nvml import nvml_error
