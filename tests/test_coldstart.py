@@ -223,7 +223,7 @@ def test_the_jit_cache_disabled_regression_names_first_inference() -> None:
     comparison = coldgate.compare(base, disabled, GateConfig())
     assert comparison.failed
     assert [d.name for d in comparison.failures] == ["to_steady_state", "first_inference"]
-    from kernelgate.machine.environment import changes
+    from kernelgate.machine.envdiff import changes
 
     message = coldgate.failure_message(
         comparison,

@@ -13,9 +13,11 @@ from fake_nvml import FakeGpu, fake_pynvml
 
 from kernelgate import cli
 from kernelgate.machine import doctor, fitness
-from kernelgate.machine.doctor import Facts
-from kernelgate.machine.environment import GpuIdentity, GpuProcess, GpuState
-from kernelgate.machine.fitness import Finding, Level, diagnose, exit_code
+from kernelgate.machine.facts import Facts
+from kernelgate.machine.finding import Finding, Level
+from kernelgate.machine.fitness import diagnose, exit_code
+from kernelgate.machine.identity import GpuIdentity
+from kernelgate.machine.state import GpuProcess, GpuState
 
 H200 = GpuIdentity(
     index=0,

@@ -7,16 +7,17 @@ import sys
 import pytest
 from fake_nvml import FAILS, FakeGpu, fake_pynvml
 
-from kernelgate.machine import environment
-from kernelgate.machine.environment import (
-    Change,
-    KernelImages,
+from kernelgate.machine.envdiff import Change, changes, gpu_differences
+from kernelgate.machine.identity import (
     architecture_name,
-    changes,
-    clock_event_names,
-    gpu_differences,
+    cpu_arch_key,
+    detect_arch_key,
+    read_identity,
     same_architecture,
 )
+from kernelgate.machine.nvml import nvml_error
+from kernelgate.machine.software import KernelImages
+from kernelgate.machine.state import clock_event_names, gpu_state, read_state
 
 
 @pytest.fixture
@@ -29,7 +30,7 @@ def nvml(monkeypatch: pytest.MonkeyPatch) -> list[FakeGpu]:
 
 
 def test_identity_of_the_visible_gpu(nvml: list[FakeGpu]) -> None:
-    identity = environment.read_identity()
+    identity = read_identity()
     assert identity is not None
     assert identity.name == "NVIDIA H200"
     assert identity.architecture == "Hopper"
@@ -41,28 +42,28 @@ def test_identity_of_the_visible_gpu(nvml: list[FakeGpu]) -> None:
     assert identity.memory_mib == 143771
     assert (identity.sm_clock_max_mhz, identity.mem_clock_max_mhz) == (1980, 3201)
     assert (identity.power_limit_w, identity.power_default_w) == (700.0, 700.0)
-    assert environment.detect_arch_key() == "sm90-nvidia-h200"
+    assert detect_arch_key() == "sm90-nvidia-h200"
 
 
 def test_cuda_visible_devices_picks_the_gpu_by_index_or_uuid(
     nvml: list[FakeGpu], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "1,0")
-    assert environment.detect_arch_key() == "sm90-nvidia-h100-pcie"
+    assert detect_arch_key() == "sm90-nvidia-h100-pcie"
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "GPU-1111")
-    assert environment.detect_arch_key() == "sm90-nvidia-h100-pcie"
+    assert detect_arch_key() == "sm90-nvidia-h100-pcie"
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "-1")
-    assert environment.read_identity() is None
-    assert environment.detect_arch_key().startswith("cpu-")
+    assert read_identity() is None
+    assert detect_arch_key().startswith("cpu-")
 
 
 def test_no_nvml_means_no_identity_and_the_cpu_key(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "pynvml", fake_pynvml(init_error="Driver Not Loaded"))
-    assert environment.read_identity() is None
-    assert environment.read_state() is None
-    assert environment.nvml_error() == "NVMLError: Driver Not Loaded"
-    assert environment.gpu_state() == {}
-    assert environment.detect_arch_key() == environment.cpu_arch_key()
+    assert read_identity() is None
+    assert read_state() is None
+    assert nvml_error() == "NVMLError: Driver Not Loaded"
+    assert gpu_state() == {}
+    assert detect_arch_key() == cpu_arch_key()
 
 
 def test_unsupported_readings_are_none_not_errors(nvml: list[FakeGpu]) -> None:
@@ -70,8 +71,8 @@ def test_unsupported_readings_are_none_not_errors(nvml: list[FakeGpu]) -> None:
     nvml[0].power_default_mw = FAILS
     nvml[0].processes = FAILS
     nvml[0].slowdown_temperature = FAILS
-    identity = environment.read_identity()
-    state = environment.read_state()
+    identity = read_identity()
+    state = read_state()
     assert identity is not None and state is not None
     assert identity.architecture == "Hopper"  # from the compute capability
     assert identity.power_default_w is None
@@ -83,7 +84,7 @@ def test_state_reads_clocks_reasons_processes(nvml: list[FakeGpu]) -> None:
     nvml[0].reasons = 0x4 | 0x40
     nvml[0].processes = [(4242, 2 * 2**30), (77, None)]
     nvml[0].utilization = 87
-    state = environment.read_state()
+    state = read_state()
     assert state is not None
     assert state.sm_clock_mhz == 1980 and state.mem_clock_mhz == 3201
     assert state.clock_event_reasons == 0x44
@@ -95,7 +96,7 @@ def test_state_reads_clocks_reasons_processes(nvml: list[FakeGpu]) -> None:
 
 
 def test_gpu_state_strings_keep_the_recorded_keys(nvml: list[FakeGpu]) -> None:
-    state = environment.gpu_state()
+    state = gpu_state()
     # the keys of the committed H200 baseline's environment, plus the new identity fields
     for key, value in {
         "driver": "580.159.04",

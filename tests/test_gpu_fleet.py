@@ -33,7 +33,7 @@ def test_where(n, worker_id):
 
 
 def test_each_worker_has_its_own_gpu_and_cpus(pytester: pytest.Pytester) -> None:
-    from kernelgate.machine.environment import visible_gpus
+    from kernelgate.machine.visible import visible_gpus
 
     gpus = visible_gpus()
     if len(gpus) < 2 or len({g.key for g in gpus}) > 1:

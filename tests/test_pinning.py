@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 from fake_nvml import FakeGpu, fake_pynvml
 
-from kernelgate.machine import environment, pinning
-from kernelgate.machine.environment import VisibleGpu, cuda_visible_entries
+from kernelgate.machine import envdiff, pinning, software, visible
 from kernelgate.machine.pinning import PinningError, Slots
+from kernelgate.machine.visible import VisibleGpu, cuda_visible_entries
 
 
 @pytest.mark.parametrize(
@@ -48,17 +48,17 @@ def test_visible_gpus_are_read_through_nvml_in_cuda_order(
     three_gpus: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     h200, a100 = "sm90-nvidia-h200", "sm80-nvidia-a100-sxm4-80gb"
-    assert environment.visible_gpus() == (VisibleGpu("0", h200), VisibleGpu("1", h200), VisibleGpu("2", a100))
+    assert visible.visible_gpus() == (VisibleGpu("0", h200), VisibleGpu("1", h200), VisibleGpu("2", a100))
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "2,0")
-    assert environment.visible_gpus() == (VisibleGpu("2", a100), VisibleGpu("0", h200))
+    assert visible.visible_gpus() == (VisibleGpu("2", a100), VisibleGpu("0", h200))
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "GPU-1,GPU-9,GPU-0")  # NVML knows no GPU-9: CUDA stops there
-    assert environment.visible_gpus() == (VisibleGpu("GPU-1", h200),)
+    assert visible.visible_gpus() == (VisibleGpu("GPU-1", h200),)
 
 
 def test_no_nvml_means_no_visible_gpu(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "pynvml", fake_pynvml(init_error="Driver Not Loaded"))
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0,1")
-    assert environment.visible_gpus() == ()
+    assert visible.visible_gpus() == ()
 
 
 def test_workers_get_the_gpus_of_the_parent_list_in_order() -> None:
@@ -124,16 +124,16 @@ def test_a_pinned_measurement_records_the_users_variable_and_the_gpu_apart(
 ) -> None:
     torch = pytest.importorskip("torch")
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "2,3")
-    plain = environment.collect(torch, "cpu")
+    plain = software.collect(torch, "cpu")
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "3")
     monkeypatch.setenv(pinning.PINNED_VAR, "3")
     monkeypatch.setenv(pinning.PARENT_VAR, "2,3")
-    pinned = environment.collect(torch, "cpu")
+    pinned = software.collect(torch, "cpu")
     assert pinned["env.CUDA_VISIBLE_DEVICES"] == "2,3" and pinned["pinned_gpu"] == "3"
     # the same suite, with and without xdist: no environment change to explain a regression
-    assert environment.changes(plain, pinned) == []
+    assert envdiff.changes(plain, pinned) == []
     monkeypatch.delenv(pinning.PARENT_VAR)
-    assert "env.CUDA_VISIBLE_DEVICES" not in environment.collect(torch, "cpu")
+    assert "env.CUDA_VISIBLE_DEVICES" not in software.collect(torch, "cpu")
 
 
 def test_each_gpu_gets_a_disjoint_equal_share_of_the_cpus() -> None:
@@ -173,7 +173,7 @@ def test_visible_gpus_carry_their_near_cpus(monkeypatch: pytest.MonkeyPatch) -> 
     gpus = [FakeGpu(uuid="GPU-0", cpu_affinity=[0xFF00]), FakeGpu(uuid="GPU-1")]
     monkeypatch.setitem(sys.modules, "pynvml", fake_pynvml(*gpus))
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
-    found = environment.visible_gpus()
+    found = visible.visible_gpus()
     assert [g.near_cpus for g in found] == [tuple(range(8, 16)), ()]  # unsupported: none known
 
 
@@ -222,10 +222,10 @@ def test_the_host_cores_are_read_from_sysfs(tmp_path: Path, monkeypatch: pytest.
 def test_a_workers_cpu_share_is_recorded_and_its_thread_count_is_no_change() -> None:
     plain = {"torch_threads": "32", "env.OMP_NUM_THREADS": "1", "cudnn": "91900"}
     worker = {"torch_threads": "16", "env.OMP_NUM_THREADS": "16", "cudnn": "91900", "cpu_share": "0-15"}
-    assert environment.changes(plain, worker) == []
+    assert envdiff.changes(plain, worker) == []
     # without a kernelgate share, the same difference is the machine's and may explain a change
     worker.pop("cpu_share")
-    assert [c.key for c in environment.changes(plain, worker)] == ["torch_threads", "env.OMP_NUM_THREADS"]
+    assert [c.key for c in envdiff.changes(plain, worker)] == ["torch_threads", "env.OMP_NUM_THREADS"]
     # and a share does not hide anything else
     newer = {**worker, "cudnn": "92000", "cpu_share": "0-15"}
-    assert [str(c) for c in environment.changes(plain, newer)] == ["cudnn 91900 -> 92000"]
+    assert [str(c) for c in envdiff.changes(plain, newer)] == ["cudnn 91900 -> 92000"]

@@ -114,7 +114,7 @@ def test_benchmark_storage_points_at_the_arch_folder(pytester: pytest.Pytester) 
     pytester.makepyprojecttoml(ENABLED)
     pytester.makepyfile(
         """
-        from kernelgate.machine.environment import detect_arch_key
+        from kernelgate.machine.identity import detect_arch_key
 
         def test_storage(request, tmp_path):
             storage = request.config.getoption("benchmark_storage")

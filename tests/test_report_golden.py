@@ -14,7 +14,7 @@ import pytest
 
 from kernelgate.baseline import store as baseline
 from kernelgate.config import GateConfig, Scope
-from kernelgate.machine import environment
+from kernelgate.machine import envdiff
 from kernelgate.report import terminal as report
 from kernelgate.verdict.compare import Comparison, Verdict, compare
 
@@ -83,7 +83,7 @@ def test_environment_changes_are_shown_next_to_the_regression(
     base = load("h200-yolov8n-fp16-baseline.json").measurement.environment
     current = dict(base, torch="2.12.0+cu130", cudnn="92000", temperature_c="61")
     current["env.CUBLAS_WORKSPACE_CONFIG"] = ":4096:8"
-    found = environment.changes(base, current)
+    found = envdiff.changes(base, current)
     text = report.failure_message(comparison, types, "baselines/x.json", found)
     lines = text.splitlines()
     assert lines[-3] == (

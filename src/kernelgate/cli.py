@@ -17,8 +17,8 @@ from kernelgate.coldstart import phases as coldstart
 from kernelgate.coldstart import runner as coldrunner
 from kernelgate.coldstart.child import SLOW_PHASE_VAR
 from kernelgate.coldstart.scenarios import SCENARIOS
-from kernelgate.machine import environment
-from kernelgate.machine.environment import detect_arch_key
+from kernelgate.machine import envdiff
+from kernelgate.machine.identity import detect_arch_key
 from kernelgate.measure import integrity
 from kernelgate.measure.results import Measurement
 from kernelgate.report.terminal import failure_message, layer_table
@@ -62,9 +62,7 @@ def _compare(args: argparse.Namespace) -> int:
             print(layer_table(comparison, types))
         if comparison.failed:
             failed = True
-            changes = environment.changes(
-                base[fullname].measurement.environment, entry.measurement.environment
-            )
+            changes = envdiff.changes(base[fullname].measurement.environment, entry.measurement.environment)
             print(failure_message(comparison, types, args.baseline, changes))
         else:
             print(f"{comparison.benchmark}: pass")
@@ -115,7 +113,7 @@ def _gate_coldstart(
         return False
     comparison = coldgate.compare(base, current, gate)
     if comparison.failed:
-        changes = environment.changes(base.environment, current.environment)
+        changes = envdiff.changes(base.environment, current.environment)
         print(coldgate.failure_message(comparison, base, current, where, changes))
         return True
     print(coldgate.summary(comparison))
@@ -125,7 +123,7 @@ def _gate_coldstart(
 def _doctor(args: argparse.Namespace) -> int:
     from kernelgate.machine import doctor, fitness
 
-    facts = doctor.gather(Path(args.baseline_dir))
+    facts = doctor.gather(Path(args.baseline_dir), coldgate.recorded_cache_bytes)
     findings = fitness.diagnose(facts)
     text = (
         doctor.to_json(facts, findings, args.strict)

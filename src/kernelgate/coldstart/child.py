@@ -82,7 +82,7 @@ def _run(spec: ChildSpec, phases: _Phases) -> dict[str, Any]:
         os.environ.setdefault("YOLO_OFFLINE", "1")
         from ultralytics.nn.tasks import DetectionModel  # noqa: F401
 
-    from kernelgate.machine import environment
+    from kernelgate.machine import identity, software
     from kernelgate.models.yolo import build_detection_model, make_input
 
     gpu = spec.device.startswith("cuda")
@@ -110,12 +110,12 @@ def _run(spec: ChildSpec, phases: _Phases) -> dict[str, Any]:
         durations = [forward() for _ in range(spec.iterations)]
     index = steady_index(durations)
     phases.ms["to_steady"] = sum(durations[:index])
-    env = environment.collect(torch, spec.device)
+    env = software.collect(torch, spec.device)
     if "env.CUDA_CACHE_PATH" in env:
         env["env.CUDA_CACHE_PATH"] = CACHE_PATH_SHOWN
     return {
         "steady_ms": round(statistics.median(durations[index:] or durations or [0.0]), 3),
         "steady_after": index,
-        "arch": environment.torch_arch_key(torch, spec.device),
+        "arch": identity.torch_arch_key(torch, spec.device),
         "environment": env,
     }

@@ -20,7 +20,7 @@ from rich.table import Table
 from kernelgate.coldstart.phases import PHASE_HELP, PHASES, TOTAL, ColdStart
 from kernelgate.coldstart.scenarios import SCENARIOS
 from kernelgate.config import GateConfig, Scope
-from kernelgate.machine import environment
+from kernelgate.machine import envdiff, software
 from kernelgate.measure.results import Dist, Measurement
 from kernelgate.report.terminal import _render, environment_lines
 from kernelgate.verdict.compare import Comparison, Delta, Judge, Verdict, median_rule
@@ -47,6 +47,23 @@ def read_records(path: Path) -> dict[str, ColdStart]:
         found = (record_of(e) for e in baseline.load(path).values())
         return {r.id: r for r in found if r is not None}
     return {r.id: r for r in (ColdStart.from_json(d) for d in data[EXTRA_KEY])}
+
+
+def recorded_cache_bytes(baseline_dir: Path, key: str) -> int | None:
+    """The largest JIT cache a cold start recorded in the baseline of ``key`` left behind (None: no
+    such baseline, an unreadable one, or no cold start in it); ``kernelgate doctor`` sizes the
+    cache against it."""
+    from kernelgate.baseline import store as baseline
+
+    path = baseline.path_for(baseline_dir, key)
+    if not path.is_file():
+        return None
+    try:
+        entries = baseline.load(path)
+    except baseline.BaselineError:
+        return None
+    sizes = [rec.cache_bytes for e in entries.values() if (rec := record_of(e)) is not None]
+    return max(sizes) if sizes else None
 
 
 def carrier(record: ColdStart) -> Measurement:
@@ -136,7 +153,7 @@ def failure_message(
     base: ColdStart,
     current: ColdStart,
     baseline_path: str,
-    changes: Sequence[environment.Change] = (),
+    changes: Sequence[envdiff.Change] = (),
 ) -> str:
     """What got slower in a cold start, with the JIT cache and the environment changes that may explain it."""
     phases = [d for d in comparison.failures if d.name != TOTAL]
@@ -200,7 +217,7 @@ def ptx_unavailable(device: str) -> str | None:
         return "forced PTX JIT is a GPU scenario (the device is the CPU)"
     import torch
 
-    images = environment.KernelImages(
+    images = software.KernelImages(
         tuple(torch.cuda.get_arch_list()), torch.cuda.get_device_capability(device)
     )
     if images.usable_ptx:

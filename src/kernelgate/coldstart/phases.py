@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kernelgate.coldstart.scenarios import SCENARIOS
@@ -175,8 +174,3 @@ class ColdStart:
             runs=tuple(Run.from_json(r) for r in data["runs"]),
             environment={str(k): str(v) for k, v in data.get("environment", {}).items()},
         )
-
-
-def folder_bytes(path: Path) -> int:
-    """Bytes of the files below ``path`` (the JIT cache a run left)."""
-    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file()) if path.is_dir() else 0

@@ -19,8 +19,9 @@ from pathlib import Path
 from typing import Any
 
 from kernelgate.coldstart.child import CHILD_CODE, MARK
-from kernelgate.coldstart.phases import ChildSpec, ColdStart, Run, folder_bytes
+from kernelgate.coldstart.phases import ChildSpec, ColdStart, Run
 from kernelgate.coldstart.scenarios import Scenario
+from kernelgate.machine.jit_cache import folder_bytes
 
 
 class Runner:

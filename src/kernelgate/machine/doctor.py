@@ -12,82 +12,25 @@ import json
 import os
 import shutil
 import textwrap
-from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from collections.abc import Callable, Sequence
 from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from kernelgate.machine.environment import (
-    SPEED_VARIABLES,
-    GpuIdentity,
-    GpuState,
-    KernelImages,
-    cpu_arch_key,
-    cpu_model,
-    nvml_error,
-    read_identity,
-    read_state,
-)
-from kernelgate.machine.fitness import Finding, Level, exit_code
-
-
-@dataclass(frozen=True)
-class Facts:
-    """What :func:`gather` read; every field may be missing where it could not be read."""
-
-    nvml_error: str | None = None
-    identity: GpuIdentity | None = None
-    state: GpuState | None = None
-    own_pid: int = 0
-    torch_version: str | None = None
-    torch_error: str | None = None
-    torch_cuda: str | None = None  # torch.version.cuda; None for a CPU-only build
-    torch_gpu: bool = False  # torch.cuda.is_available()
-    arch_list: tuple[str, ...] = ()  # torch.cuda.get_arch_list()
-    cudnn_version: str | None = None
-    cudnn_benchmark: bool | None = None
-    cudnn_deterministic: bool | None = None
-    ultralytics: str | None = None
-    variables: Mapping[str, str] = field(default_factory=dict)  # speed-relevant variables now
-    set_by_import: Mapping[str, str] = field(default_factory=dict)  # what `import ultralytics` set
-    cache_path: str = ""
-    cache_bytes: int | None = None
-    cache_free_bytes: int | None = None
-    cache_writable: bool | None = None
-    suite_cache_bytes: int | None = None  # the largest JIT cache a recorded cold start left
-    baseline_dir: str = "baselines"
-    baseline_keys: tuple[str, ...] = ()
-    cpu: str = ""
-    cpu_count: int = 1
-    load_avg: float | None = None
-    cpu_governor: str | None = None
-
-    @property
-    def key(self) -> str:
-        return self.identity.key if self.identity else cpu_arch_key()
-
-    @property
-    def images(self) -> KernelImages | None:
-        if self.identity is None or not self.arch_list:
-            return None
-        return KernelImages(self.arch_list, self.identity.compute_capability)
-
-    def to_json(self) -> dict[str, Any]:
-        data = asdict(self)
-        data["key"] = self.key
-        return data
-
+from kernelgate.machine.facts import Facts
+from kernelgate.machine.finding import Finding, Level
+from kernelgate.machine.fitness import exit_code
+from kernelgate.machine.identity import cpu_arch_key, cpu_model, read_identity
+from kernelgate.machine.jit_cache import default_cache_path, folder_bytes
+from kernelgate.machine.nvml import nvml_error
+from kernelgate.machine.software import SPEED_VARIABLES
+from kernelgate.machine.state import read_state
 
 # --- gathering ----------------------------------------------------------------------------------
 
 
 def _variables() -> dict[str, str]:
     return {name: os.environ[name] for name in SPEED_VARIABLES if name in os.environ}
-
-
-def default_cache_path() -> str:
-    return os.environ.get("CUDA_CACHE_PATH") or str(Path.home() / ".nv" / "ComputeCache")
 
 
 def _existing(path: Path) -> Path:
@@ -103,32 +46,22 @@ def _governor() -> str | None:
         return None
 
 
-def _suite_cache_bytes(baseline_dir: Path, key: str) -> int | None:
-    """The largest JIT cache a cold start recorded in this machine's baseline left behind."""
-    from kernelgate.baseline import store as baseline
-    from kernelgate.coldstart import gate as coldgate
-
-    path = baseline.path_for(baseline_dir, key)
-    if not path.is_file():
-        return None
-    try:
-        entries = baseline.load(path)
-    except baseline.BaselineError:
-        return None
-    sizes = [rec.cache_bytes for e in entries.values() if (rec := coldgate.record_of(e)) is not None]
-    return max(sizes) if sizes else None
-
-
 def _cudnn_version(torch: Any) -> str | None:
     cudnn = torch.backends.cudnn
     return str(cudnn.version()) if cudnn.is_available() else None
 
 
-def gather(baseline_dir: Path = Path("baselines")) -> Facts:
+def gather(
+    baseline_dir: Path = Path("baselines"),
+    recorded_cache_bytes: Callable[[Path, str], int | None] | None = None,
+) -> Facts:
     """Read the facts. NVML is read first, before torch loads, so no CUDA context of this process
-    shows among the GPU's processes; torch is asked only what needs no CUDA context."""
-    from kernelgate.coldstart.phases import folder_bytes
+    shows among the GPU's processes; torch is asked only what needs no CUDA context.
 
+    ``recorded_cache_bytes(baseline_dir, key)`` gives the largest JIT cache a recorded cold start
+    left (:func:`kernelgate.coldstart.gate.recorded_cache_bytes`, which the command passes: the
+    baseline format is above this package); without it that size is not known.
+    """
     error = nvml_error()
     identity = None if error else read_identity()
     state = None if error else read_state()
@@ -180,7 +113,7 @@ def gather(baseline_dir: Path = Path("baselines")) -> Facts:
         cache_bytes=folder_bytes(cache),
         cache_free_bytes=shutil.disk_usage(anchor).free,
         cache_writable=os.access(anchor, os.W_OK),
-        suite_cache_bytes=_suite_cache_bytes(baseline_dir, key),
+        suite_cache_bytes=None if recorded_cache_bytes is None else recorded_cache_bytes(baseline_dir, key),
         baseline_dir=str(baseline_dir),
         baseline_keys=keys,
         cpu=cpu_model(),

@@ -8,7 +8,7 @@ the GPU that was freed); the worker sets ``CUDA_VISIBLE_DEVICES`` to that one GP
 workers, so two benchmarks never share a GPU: they would disturb each other's timings.
 
 Pure: no torch, no NVML. The plugin passes in the ``CUDA_VISIBLE_DEVICES`` entries it read
-(:func:`kernelgate.machine.environment.visible_gpus`), so every rule here is tested on a machine
+(:func:`kernelgate.machine.visible.visible_gpus`), so every rule here is tested on a machine
 without a GPU.
 """
 

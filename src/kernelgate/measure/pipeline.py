@@ -8,7 +8,7 @@ import dataclasses
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from kernelgate.machine import environment
+from kernelgate.machine import identity, software, state
 from kernelgate.measure import attribute, integrity, profile, trace
 from kernelgate.measure import results as measure
 from kernelgate.models.layers import Layers
@@ -50,7 +50,7 @@ def measure_module(
     extra: list[str] = []
     profile.run(runner.step, runner.net if runner.hook_step else None, gpu=gpu, schedule=schedule,
                 trace_path=trace_path)  # fmt: skip
-    gpu_state = environment.gpu_state() if gpu else {}
+    gpu_state = state.gpu_state() if gpu else {}
     parsed = trace.parse(trace_path, gpu=gpu)
     frame = attribute.attribute(parsed, layers)
     if runner.reference is not None:  # a CUDA-graph replay: name its kernels after an eager pass
@@ -66,11 +66,11 @@ def measure_module(
     result = measure.build(
         frame,
         benchmark=bench_id,
-        arch=environment.torch_arch_key(torch, device),
+        arch=identity.torch_arch_key(torch, device),
         device=device,
         iterations=len(parsed.steps),
         wall_us=wall_us,
-        environment=environment.collect(torch, device),
+        environment=software.collect(torch, device),
         unlinked=parsed.unlinked,
         gpu_states=(gpu_state,) if gpu_state else (),
         groups=layers.groups,

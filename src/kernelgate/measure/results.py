@@ -229,7 +229,7 @@ THROTTLE_REASONS = {
 
 
 def throttle_reasons(state: Mapping[str, str]) -> list[str]:
-    """The slowdown reasons set in a GPU state read by :func:`kernelgate.machine.environment.gpu_state`."""
+    """The slowdown reasons set in a GPU state read by :func:`kernelgate.machine.state.gpu_state`."""
     try:
         mask = int(state.get("clock_event_reasons", "0"), 16)
     except ValueError:

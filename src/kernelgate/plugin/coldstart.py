@@ -3,12 +3,10 @@
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import tempfile
-from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from kernelgate.coldstart.gate import (
     EXTRA_KEY,
@@ -23,14 +21,11 @@ from kernelgate.coldstart.gate import (
 from kernelgate.coldstart.phases import ChildSpec, ColdStart
 from kernelgate.coldstart.runner import Runner
 from kernelgate.coldstart.scenarios import SCENARIOS
-from kernelgate.machine import environment
+from kernelgate.machine import envdiff, identity
 from kernelgate.measure import timing
-from kernelgate.verdict import samehost
 
 if TYPE_CHECKING:
     from kernelgate.plugin.fixture import KernelGate
-    from kernelgate.plugin.samehost import Decider, Suspect
-    from kernelgate.plugin.session import State
 
 
 def run(kg: KernelGate, spec: ChildSpec, scenario: str, runs: int, prime: bool) -> ColdStart:
@@ -59,7 +54,7 @@ def run(kg: KernelGate, spec: ChildSpec, scenario: str, runs: int, prime: bool) 
         stats = timing.pedantic(
             kg.benchmark, kg.node.config, runner.run_or_raise, rounds=runs, warmup_rounds=0
         )
-    record = runner.record(fallback_arch=environment.detect_arch_key(force_cpu=spec.device == "cpu"))
+    record = runner.record(fallback_arch=identity.detect_arch_key(force_cpu=spec.device == "cpu"))
     if kg.state.options.confirm_out is not None:  # a same-host round: the parent judges
         from kernelgate.plugin.samehost import record_file
 
@@ -101,31 +96,6 @@ def run(kg: KernelGate, spec: ChildSpec, scenario: str, runs: int, prime: bool) 
     kg.state.comparisons.append(comparison)
     kg.state.notes.append(summary(comparison))
     if comparison.failed:
-        changes = environment.changes(base.environment, record.environment)
+        changes = envdiff.changes(base.environment, record.environment)
         pytest.fail(failure_message(comparison, base, record, shown(path), changes), pytrace=False)
     return record
-
-
-def decide(state: State) -> Decider:
-    """The same-host decision of a cold-start suspect: every run of each side (fresh processes)
-    pooled, phases judged by threshold and floor as the screen judges them (host-coupled: no offset
-    check)."""
-    cfg = state.config
-
-    def pooled(records: Sequence[Mapping[str, Any]]) -> ColdStart | None:
-        found = [ColdStart.from_json(r) for r in records]
-        if not found:
-            return None
-        return dataclasses.replace(found[0], runs=tuple(run for rec in found for run in rec.runs))
-
-    def decide_one(s: Suspect, base: Sequence[Mapping[str, Any]], head: Sequence[Mapping[str, Any]],
-                   final: bool) -> samehost.Decision | None:  # fmt: skip
-        b, h = pooled(base), pooled(head)
-        if b is None or h is None:
-            return None
-        n = min(len(b.ok_runs), len(h.ok_runs))
-        if n < cfg.confirm_min_rounds:
-            return None
-        return samehost.settle(s.screen, compare(b, h, cfg), n, final=final, check_offset=False)
-
-    return decide_one

@@ -19,7 +19,7 @@ from kernelgate.baseline import store as baseline
 from kernelgate.baseline.names import safe_name, shown
 from kernelgate.coldstart.phases import ChildSpec, ColdStart
 from kernelgate.config import MissingBaseline, Policy
-from kernelgate.machine import environment
+from kernelgate.machine import envdiff, identity
 from kernelgate.measure import faults, integrity, profile, timing
 from kernelgate.measure import results as measure
 from kernelgate.measure.pipeline import CPU_ROUNDS, CPU_SCHEDULE, GPU_ROUNDS, GPU_SCHEDULE, measure_module
@@ -304,7 +304,7 @@ class KernelGate:
             return comparison
         self.state.comparisons.append(comparison)
         if comparison.failed:
-            changes = environment.changes(entry.measurement.environment, result.environment)
+            changes = envdiff.changes(entry.measurement.environment, result.environment)
             pytest.fail(failure_message(comparison, dict(layers.types), shown(path), changes), pytrace=False)
         return comparison
 
@@ -312,12 +312,12 @@ class KernelGate:
         """This benchmark's baseline for this GPU, or None once a missing baseline failed or warned.
 
         A baseline of another GPU (another product of the same architecture, or the same key with
-        other memory, max clock or power limit: :func:`environment.gpu_differences`) is refused
+        other memory, max clock or power limit: :func:`envdiff.gpu_differences`) is refused
         unless ``--kernelgate-allow-other-gpu``.
         """
         base_dir, allow = self.state.config.baseline_dir, self.state.options.allow_other_gpu
         path = baseline.path_for(base_dir, result.arch)
-        others = [] if path.exists() else environment.same_architecture(result.arch, _keys(base_dir))
+        others = [] if path.exists() else identity.same_architecture(result.arch, _keys(base_dir))
         if others and allow:
             path = baseline.path_for(base_dir, others[0])
         try:
@@ -329,16 +329,14 @@ class KernelGate:
         if entry is None:
             self._no_baseline(result, path, others)
             return None
-        differences = environment.gpu_differences(entry.measurement.environment, result.environment)
+        differences = envdiff.gpu_differences(entry.measurement.environment, result.environment)
         if differences and not allow:
-            pytest.fail(
-                environment.other_gpu_message(result.benchmark, shown(path), differences), pytrace=False
-            )
+            pytest.fail(envdiff.other_gpu_message(result.benchmark, shown(path), differences), pytrace=False)
         if differences or path.parent.name != result.arch:
             listed = "; ".join(str(d) for d in differences) or f"{path.parent.name} for {result.arch}"
             self.state.notes.append(
                 f"{result.benchmark}: compared with another GPU's baseline ({listed}), "
-                f"as {environment.OTHER_GPU_OPTION} asked"
+                f"as {envdiff.OTHER_GPU_OPTION} asked"
             )
         return entry, path
 
@@ -353,7 +351,7 @@ class KernelGate:
             message += (
                 f" Baselines of other GPUs of the same architecture exist ({', '.join(others)}); a "
                 "timing of one GPU does not hold for another, so they are not used unless "
-                f"{environment.OTHER_GPU_OPTION} is given."
+                f"{envdiff.OTHER_GPU_OPTION} is given."
             )
         if self.state.config.missing_baseline is MissingBaseline.FAIL:
             pytest.fail(message, pytrace=False)

@@ -37,7 +37,7 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError(f"kernelgate: {exc}") from exc
     if not (found or options.given(config)):
         return
-    from kernelgate.machine.environment import detect_arch_key
+    from kernelgate.machine.identity import detect_arch_key
     from kernelgate.plugin.session import Options, State
 
     slow, extra = options.slow_layer(config.getoption("kernelgate_slow_layer"))
@@ -102,7 +102,7 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
         return None
     if config.getoption("kernelgate_device") == "cpu":
         return 1
-    from kernelgate.machine.environment import visible_gpus
+    from kernelgate.machine.visible import visible_gpus
 
     return max(1, len(visible_gpus()))
 

@@ -26,6 +26,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kernelgate.baseline.names import safe_name
+from kernelgate.coldstart import gate as coldgate
+from kernelgate.coldstart.phases import ColdStart
 from kernelgate.measure.results import Measurement
 from kernelgate.plugin import invocation
 from kernelgate.verdict import samehost
@@ -248,6 +250,31 @@ def decide_kernel(state: State) -> Decider:
     return decide
 
 
+def decide_coldstart(state: State) -> Decider:
+    """The same-host decision of a cold-start suspect: every run of each side (fresh processes)
+    pooled, phases judged by threshold and floor as the screen judges them (host-coupled: no offset
+    check)."""
+    cfg = state.config
+
+    def pooled(records: Sequence[Mapping[str, Any]]) -> ColdStart | None:
+        found = [ColdStart.from_json(r) for r in records]
+        if not found:
+            return None
+        return dataclasses.replace(found[0], runs=tuple(run for rec in found for run in rec.runs))
+
+    def decide_one(s: Suspect, base: Sequence[Mapping[str, Any]], head: Sequence[Mapping[str, Any]],
+                   final: bool) -> samehost.Decision | None:  # fmt: skip
+        b, h = pooled(base), pooled(head)
+        if b is None or h is None:
+            return None
+        n = min(len(b.ok_runs), len(h.ok_runs))
+        if n < cfg.confirm_min_rounds:
+            return None
+        return samehost.settle(s.screen, coldgate.compare(b, h, cfg), n, final=final, check_offset=False)
+
+    return decide_one
+
+
 def judge_session(config: pytest.Config, state: State) -> None:
     """Decide every suspect of the session on this runner; its comparison joins the session's with
     the judge's verdicts, and a regression or (by default) a doubt fails the run with its message."""
@@ -255,8 +282,7 @@ def judge_session(config: pytest.Config, state: State) -> None:
         return
     from kernelgate.baseline.names import shown
     from kernelgate.baseline.store import path_for
-    from kernelgate.machine.environment import changes
-    from kernelgate.plugin import coldstart
+    from kernelgate.machine.envdiff import changes
     from kernelgate.report.terminal import failure_message
 
     reporter = config.pluginmanager.get_plugin("terminalreporter")
@@ -270,7 +296,7 @@ def judge_session(config: pytest.Config, state: State) -> None:
     judge = Judge(config, state, log)
     try:
         decisions = judge.run(
-            state.suspects, {KERNEL: decide_kernel(state), COLDSTART: coldstart.decide(state)}
+            state.suspects, {KERNEL: decide_kernel(state), COLDSTART: decide_coldstart(state)}
         )
     finally:
         judge.close()

@@ -152,7 +152,7 @@ def spread_over_gpus(config: pytest.Config) -> pinning.Slots | None:
     workers = xdist_workers(config)
     if workers == 0:
         return None
-    from kernelgate.machine.environment import visible_gpus
+    from kernelgate.machine.visible import visible_gpus
 
     gpus = visible_gpus()
     if not gpus:

@@ -14,7 +14,7 @@ from kernelgate.measure import timesplit
 from kernelgate.verdict.compare import Comparison, Delta, Verdict
 
 if TYPE_CHECKING:
-    from kernelgate.machine.environment import Change
+    from kernelgate.machine.envdiff import Change
     from kernelgate.measure.results import Measurement
 
 KERNEL_NAME_WIDTH = 90

@@ -59,8 +59,9 @@ class Decision:
 
 
 def _settled(delta: Delta, noise_us: float | None) -> bool:
-    """Clearly in or clearly out: the move stays on its side of the limit even if it is off by the
-    process-to-process spread ``noise_us`` (without one: beyond twice the limit, or under half)."""
+    """Clearly in (the noise-aware rule's REGRESSED or IMPROVED on ``min_rounds`` processes a side)
+    or clearly out: under the limit even if off by the process-to-process spread ``noise_us``
+    (without one: under half the limit). AMBIGUOUS, or unchanged close to the limit, is grey."""
     if delta.baseline_us is None or delta.current_us is None:
         return True  # new or missing: structural, more rounds do not change it
     if delta.verdict is Verdict.AMBIGUOUS:
@@ -68,7 +69,7 @@ def _settled(delta: Delta, noise_us: float | None) -> bool:
     limit = delta.threshold.limit_us(delta.baseline_us)
     moved = abs(delta.delta_us)
     if delta.verdict in (Verdict.REGRESSED, Verdict.IMPROVED):
-        return moved - noise_us > limit if noise_us is not None else moved >= 2 * limit
+        return True  # over the limit, significant and beyond the spread of the processes of both sides
     return moved + noise_us <= limit if noise_us is not None else moved <= 0.5 * limit
 
 

@@ -1,0 +1,122 @@
+"""The doctor's rules about the host: environment variables known to slow kernels, launches or
+loading (and those ``import ultralytics`` sets), and the CPU's governor and load. Pure functions of
+:class:`~kernelgate.machine.facts.Facts`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from kernelgate.machine.facts import Facts
+from kernelgate.machine.finding import Finding, Level
+
+# Variables that slow kernels or launches: (level, why, fix).
+SLOWING: Mapping[str, tuple[Level, str, str]] = {
+    "CUDA_LAUNCH_BLOCKING": (
+        Level.ERROR,
+        "every kernel launch waits for the GPU",
+        "unset CUDA_LAUNCH_BLOCKING",
+    ),
+    "PYTORCH_NO_CUDA_MEMORY_CACHING": (
+        Level.ERROR,
+        "every allocation goes to cudaMalloc",
+        "unset PYTORCH_NO_CUDA_MEMORY_CACHING",
+    ),
+    "CUBLAS_WORKSPACE_CONFIG": (
+        Level.WARN,
+        "restricts cuBLAS to a fixed workspace (deterministic mode), which can pick slower GEMM algorithms; "
+        "ultralytics' YOLO() sets ':4096:8' when it builds a model",
+        "unset CUBLAS_WORKSPACE_CONFIG and build models without ultralytics.YOLO() in timed processes",
+    ),
+    "NVIDIA_TF32_OVERRIDE": (
+        Level.WARN,
+        "overrides TF32 use in cuBLAS/cuDNN (0 disables it: slower fp32)",
+        "unset NVIDIA_TF32_OVERRIDE",
+    ),
+    "TORCH_USE_CUDA_DSA": (
+        Level.WARN,
+        "device-side assertions add checks to kernels",
+        "unset TORCH_USE_CUDA_DSA",
+    ),
+    "CUDA_DISABLE_PTX_JIT": (
+        Level.INFO,
+        "PTX-only kernels fail instead of being JIT-compiled",
+        "unset CUDA_DISABLE_PTX_JIT unless testing for native code on purpose",
+    ),
+    "KERNELGATE_SLOW_PHASE": (
+        Level.WARN,
+        "kernelgate's deliberate cold-start fault is on",
+        "unset KERNELGATE_SLOW_PHASE",
+    ),
+}
+NOTED = (
+    "CUDA_VISIBLE_DEVICES",
+    "CUDA_DEVICE_MAX_CONNECTIONS",
+    "OMP_NUM_THREADS",
+    "PYTORCH_CUDA_ALLOC_CONF",
+    "TORCH_CUDNN_V8_API_DISABLED",
+)
+
+
+def check_variables(f: Facts) -> list[Finding]:
+    found: list[Finding] = []
+    for name, (level, why, fix) in SLOWING.items():
+        value = f.variables.get(name, f.set_by_import.get(name))
+        if value is None or (name == "CUDA_LAUNCH_BLOCKING" and value == "0"):
+            continue
+        source = " (set by `import ultralytics`)" if name in f.set_by_import else ""
+        found.append(Finding(level, "env", f"{name}={value}{source}: {why}", fix))
+    for name in set(f.set_by_import) - set(SLOWING):
+        found.append(
+            Finding(
+                Level.INFO,
+                "env",
+                f"`import ultralytics` set {name}={f.set_by_import[name]}",
+                "record and compare with the same setting",
+            )
+        )
+    noted = [f"{n}={f.variables[n]}" for n in NOTED if n in f.variables]
+    if noted:
+        found.append(
+            Finding(
+                Level.INFO,
+                "env",
+                "set and recorded with every result: " + ", ".join(noted),
+                "keep them the same for baseline and runs",
+            )
+        )
+    if not found:
+        found.append(
+            Finding(Level.OK, "env", "no variable known to slow kernels, launches or loading is set")
+        )
+    return found
+
+
+def check_cpu(f: Facts) -> list[Finding]:
+    found: list[Finding] = []
+    if f.cpu_governor and f.cpu_governor != "performance":
+        found.append(
+            Finding(
+                Level.WARN,
+                "cpu",
+                f"CPU frequency governor '{f.cpu_governor}': batch-1 YOLO inference is launch-bound (the GPU "
+                "is busy 17-30 % of the wall time on an H200), so host clocks move wall time",
+                "an administrator: cpupower frequency-set -g performance",
+            )
+        )
+    if f.load_avg is not None and f.load_avg > 0.5 * f.cpu_count:
+        found.append(
+            Finding(
+                Level.WARN,
+                "cpu",
+                f"load average {f.load_avg:.1f} on {f.cpu_count} CPUs: other work competes with the "
+                "launching thread and with cold-start imports",
+                "benchmark on a quiet machine (one job per GPU runner)",
+            )
+        )
+    if not found:
+        load = "?" if f.load_avg is None else f"{f.load_avg:.1f}"
+        found.append(
+            Finding(Level.OK, "cpu", f"{f.cpu_count} CPUs, load {load}, governor {f.cpu_governor or 'n/a'}")
+        )
+    return found

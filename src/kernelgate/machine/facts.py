@@ -1,0 +1,61 @@
+"""What ``kernelgate doctor`` knows about a machine: :class:`Facts`, read once by
+:func:`kernelgate.machine.doctor.gather` and judged by the rules of :mod:`kernelgate.machine.fitness`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from kernelgate.machine.identity import GpuIdentity, cpu_arch_key
+from kernelgate.machine.software import KernelImages
+from kernelgate.machine.state import GpuState
+
+
+@dataclass(frozen=True)
+class Facts:
+    """What :func:`~kernelgate.machine.doctor.gather` read; every field may be missing where it could
+    not be read."""
+
+    nvml_error: str | None = None
+    identity: GpuIdentity | None = None
+    state: GpuState | None = None
+    own_pid: int = 0
+    torch_version: str | None = None
+    torch_error: str | None = None
+    torch_cuda: str | None = None  # torch.version.cuda; None for a CPU-only build
+    torch_gpu: bool = False  # torch.cuda.is_available()
+    arch_list: tuple[str, ...] = ()  # torch.cuda.get_arch_list()
+    cudnn_version: str | None = None
+    cudnn_benchmark: bool | None = None
+    cudnn_deterministic: bool | None = None
+    ultralytics: str | None = None
+    variables: Mapping[str, str] = field(default_factory=dict)  # speed-relevant variables now
+    set_by_import: Mapping[str, str] = field(default_factory=dict)  # what `import ultralytics` set
+    cache_path: str = ""
+    cache_bytes: int | None = None
+    cache_free_bytes: int | None = None
+    cache_writable: bool | None = None
+    suite_cache_bytes: int | None = None  # the largest JIT cache a recorded cold start left
+    baseline_dir: str = "baselines"
+    baseline_keys: tuple[str, ...] = ()
+    cpu: str = ""
+    cpu_count: int = 1
+    load_avg: float | None = None
+    cpu_governor: str | None = None
+
+    @property
+    def key(self) -> str:
+        return self.identity.key if self.identity else cpu_arch_key()
+
+    @property
+    def images(self) -> KernelImages | None:
+        if self.identity is None or not self.arch_list:
+            return None
+        return KernelImages(self.arch_list, self.identity.compute_capability)
+
+    def to_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["key"] = self.key
+        return data
