@@ -53,7 +53,7 @@ def _slow(self, x):
 
 torch.nn.Upsample.forward = _slow
 child = any(a.startswith("--kernelgate-confirm-out") for a in sys.argv)
-with open(os.path.join(os.path.dirname(__file__), "loaded.txt"), "a") as f:
+with open(os.environ.get("KG_LOADED", os.devnull), "a") as f:
     f.write(("child" if child else "parent") + "\\n")
 """
 
@@ -80,7 +80,7 @@ def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
 def test_a_committed_slowdown_is_confirmed_on_this_machine(pytester: pytest.Pytester) -> None:
     pytester.makepyprojecttoml(PYPROJECT)
     pytester.makepyfile(test_suite=SUITE)
-    pytester.path.joinpath(".gitignore").write_text(".kernelgate/\nloaded.txt\n")
+    pytester.path.joinpath(".gitignore").write_text(".kernelgate/\n")
     git(pytester.path, "init", "-q", "-b", "main")
     commit(pytester.path, "base")
     run(pytester, "--kernelgate-save").assert_outcomes(passed=1)
@@ -99,16 +99,18 @@ def test_a_committed_slowdown_is_confirmed_on_this_machine(pytester: pytest.Pyte
 
 
 @pytest.mark.slow
-def test_a_plugin_on_both_sides_reaches_every_child_and_is_not_green(pytester: pytest.Pytester) -> None:
+def test_a_plugin_on_both_sides_reaches_every_child_and_is_not_green(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     pytester.makepyprojecttoml(PYPROJECT)
     pytester.makepyfile(test_suite=SUITE, slowplugin=SLOW_UPSAMPLE)
-    pytester.path.joinpath(".gitignore").write_text(".kernelgate/\nloaded.txt\n")
+    pytester.path.joinpath(".gitignore").write_text(".kernelgate/\n")
     git(pytester.path, "init", "-q", "-b", "main")
     commit(pytester.path, "base")
     run(pytester, "--kernelgate-save").assert_outcomes(passed=1)
     commit(pytester.path, "baseline")
-    loaded = pytester.path / "loaded.txt"
-    loaded.unlink(missing_ok=True)
+    loaded = tmp_path / "loaded.txt"  # every process that loads the plugin, base and head, writes here
+    monkeypatch.setenv("KG_LOADED", str(loaded))
 
     result = run(pytester, "-p", "slowplugin")
     assert result.ret == 1
