@@ -39,6 +39,9 @@ if TYPE_CHECKING:
     from kernelgate.plugin.session import State
 
 HEAD_ONLY_VARIABLES = frozenset({"KERNELGATE_SLOW_PHASE"})
+# profiled iterations per process in a round (the screen profiles 20): the A/B has at least
+# confirm_min_rounds processes a side, and its cost is mostly profiling and reading the traces
+CHILD_ITERATIONS = 10
 KERNEL = "kernel"
 COLDSTART = "coldstart"
 
@@ -136,6 +139,8 @@ class Judge:
         args = invocation.mapped(self.args, self.head_root, root)
         if side.name == "base":  # the deliberate slowdown stands for a change in the head
             args = invocation.without(args, "--kernelgate-slow-layer")
+        if not any(a.startswith("--kernelgate-iterations") for a in args):
+            args.append(f"--kernelgate-iterations={CHILD_ITERATIONS}")
         command = [
             sys.executable, "-m", "pytest", *args,
             *[str(root / self.rootpath.relative_to(self.head_root) / n) for n in nodeids],
@@ -216,8 +221,9 @@ class Judge:
                 if found is not None:
                     decided[s.nodeid] = found
             pending = [s for s in pending if s.nodeid not in decided]
+            still = ", ".join(s.screen.benchmark for s in pending)
             self.log(f"kernelgate: same-host round {r + 1}: {time.monotonic() - start:.1f} s, "
-                     f"{len(pending)} suspect(s) still open")  # fmt: skip
+                     f"{len(pending)} suspect(s) still open{': ' + still if still else ''}")  # fmt: skip
             if not pending:
                 break
         for s in pending:

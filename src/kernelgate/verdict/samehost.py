@@ -21,6 +21,7 @@ uniform offset explains: INCONCLUSIVE, with the hint to re-record (:func:`offset
 from __future__ import annotations
 
 import enum
+import math
 import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -28,7 +29,7 @@ from dataclasses import dataclass, replace
 from kernelgate.config import GateConfig, Scope
 from kernelgate.measure.results import Measurement, combine
 from kernelgate.measure.stages import HOST_COUPLED
-from kernelgate.verdict.compare import Comparison, Delta, Verdict, compare, round_spread
+from kernelgate.verdict.compare import Comparison, Delta, Verdict, compare
 
 MIN_ROUNDS = 3
 MAX_ROUNDS = 6
@@ -60,8 +61,8 @@ class Decision:
 
 def _settled(delta: Delta, noise_us: float | None) -> bool:
     """Clearly in (the noise-aware rule's REGRESSED or IMPROVED on ``min_rounds`` processes a side)
-    or clearly out: under the limit even if off by the process-to-process spread ``noise_us``
-    (without one: under half the limit). AMBIGUOUS, or unchanged close to the limit, is grey."""
+    or clearly out: under the limit by two standard errors ``noise_us`` of the move (without one:
+    under half the limit). AMBIGUOUS, or unchanged close to the limit, is grey."""
     if delta.baseline_us is None or delta.current_us is None:
         return True  # new or missing: structural, more rounds do not change it
     if delta.verdict is Verdict.AMBIGUOUS:
@@ -70,16 +71,23 @@ def _settled(delta: Delta, noise_us: float | None) -> bool:
     moved = abs(delta.delta_us)
     if delta.verdict in (Verdict.REGRESSED, Verdict.IMPROVED):
         return True  # over the limit, significant and beyond the spread of the processes of both sides
-    return moved + noise_us <= limit if noise_us is not None else moved <= 0.5 * limit
+    return moved + 2 * noise_us <= limit if noise_us is not None else moved <= 0.5 * limit
 
 
 def process_noise(base: Measurement, head: Measurement) -> dict[tuple[Scope, str], float]:
-    """Per total and layer, the larger spread of the round medians (processes) of the two sides."""
+    """Per total and layer, the standard error (µs) of the difference of the two sides' means of
+    their process medians: how far the A/B's move may be off, given how much processes differ."""
     pairs = [((Scope.TOTAL, "total"), base.total, head.total)]
     head_layers = {lay.name: lay.time for lay in head.layers}
     pairs += [((Scope.LAYER, lay.name), lay.time, head_layers[lay.name]) for lay in base.layers
               if lay.name in head_layers]  # fmt: skip
-    return {key: max(round_spread(b, b.median), round_spread(h, h.median)) for key, b, h in pairs}
+    return {key: _standard_error(b.round_medians, h.round_medians) for key, b, h in pairs}
+
+
+def _standard_error(base: Sequence[float], head: Sequence[float]) -> float:
+    if len(base) < 2 or len(head) < 2:
+        return 0.0
+    return math.sqrt(statistics.variance(base) / len(base) + statistics.variance(head) / len(head))
 
 
 def judged(ab: Comparison) -> tuple[Delta, ...]:
@@ -154,9 +162,10 @@ def settle(
     """The decision from an A/B comparison of ``n`` processes per side (None: not settled yet and
     more rounds may be measured). ``check_offset=False`` for host-coupled benchmarks (cold starts)."""
     deltas = judged(ab)
-    if not final and not all(_settled(d, (noise or {}).get((d.scope, d.name))) for d in deltas):
-        return None
     regressed = [d for d in deltas if d.verdict is Verdict.REGRESSED]
+    # a regression settles the suspect at once; a pass or a doubt needs every figure settled
+    if not final and not regressed and grey(ab, noise):
+        return None
     if regressed:
         reason = f"base -> head on this runner: {_names(regressed)}"
         return Decision(screen.benchmark, Outcome.REGRESSION, reason, ab, n, offset_pct)
@@ -173,6 +182,11 @@ def settle(
     if doubt:
         return Decision(screen.benchmark, Outcome.INCONCLUSIVE, doubt, ab, n, offset_pct)
     return Decision(screen.benchmark, Outcome.PASS, "base and head agree on this runner", ab, n, offset_pct)
+
+
+def grey(ab: Comparison, noise: Mapping[tuple[Scope, str], float] | None) -> tuple[Delta, ...]:
+    """The figures of an A/B that are not settled yet (see :func:`_settled`)."""
+    return tuple(d for d in judged(ab) if not _settled(d, (noise or {}).get((d.scope, d.name))))
 
 
 def _names(deltas: Sequence[Delta]) -> str:
