@@ -32,7 +32,7 @@ from kernelgate.measure.stages import HOST_COUPLED
 from kernelgate.verdict.compare import Comparison, Delta, Verdict, compare
 
 MIN_ROUNDS = 3
-MAX_ROUNDS = 6
+MAX_ROUNDS = 4
 # A device-side layer that the screen found this much further off than the runner's median offset,
 # while base and head agree, is not a host offset (in % points, or times its threshold if larger).
 OFFSET_DOUBT_PCT = 10.0
