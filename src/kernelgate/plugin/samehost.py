@@ -28,10 +28,11 @@ from typing import TYPE_CHECKING, Any
 from kernelgate.baseline.names import safe_name
 from kernelgate.coldstart import gate as coldgate
 from kernelgate.coldstart.phases import ColdStart
-from kernelgate.measure.results import Measurement
+from kernelgate.config import Threshold
+from kernelgate.measure.results import Dist, Measurement
 from kernelgate.plugin import invocation
 from kernelgate.verdict import samehost
-from kernelgate.verdict.compare import Comparison
+from kernelgate.verdict.compare import Comparison, Judgement, noise_aware_rule
 
 if TYPE_CHECKING:
     import pytest
@@ -42,6 +43,7 @@ HEAD_ONLY_VARIABLES = frozenset({"KERNELGATE_SLOW_PHASE"})
 # profiled iterations per process in a round (the screen profiles 20): the A/B has at least
 # confirm_min_rounds processes a side, and its cost is mostly profiling and reading the traces
 CHILD_ITERATIONS = 10
+COLDSTART_MIN_ROUNDS = 2  # one round in each order
 KERNEL = "kernel"
 COLDSTART = "coldstart"
 
@@ -257,9 +259,12 @@ def decide_kernel(state: State) -> Decider:
 
 
 def decide_coldstart(state: State) -> Decider:
-    """The same-host decision of a cold-start suspect: every run of each side (fresh processes)
-    pooled, phases judged by threshold and floor as the screen judges them (host-coupled: no offset
-    check)."""
+    """The same-host decision of a cold-start suspect: every run of each side (a fresh process
+    each) pooled, after rounds in both orders (base first, then head first: a machine that warms up
+    during the first child must not favour one side), each phase by the noise-aware rule (threshold,
+    floor and a significant Mann-Whitney test over the runs); host-coupled: no offset check. Seen
+    on an H200: in one base-then-head round of 3 runs a side, ``import torch`` of the same code was
+    +31 % on the second side."""
     cfg = state.config
 
     def pooled(records: Sequence[Mapping[str, Any]]) -> ColdStart | None:
@@ -268,15 +273,19 @@ def decide_coldstart(state: State) -> Decider:
             return None
         return dataclasses.replace(found[0], runs=tuple(run for rec in found for run in rec.runs))
 
+    def rule(b: Dist, c: Dist, t: Threshold) -> Judgement:
+        return noise_aware_rule(b, c, t, alpha=cfg.alpha)
+
     def decide_one(s: Suspect, base: Sequence[Mapping[str, Any]], head: Sequence[Mapping[str, Any]],
                    final: bool) -> samehost.Decision | None:  # fmt: skip
         b, h = pooled(base), pooled(head)
-        if b is None or h is None:
+        if b is None or h is None or min(len(base), len(head)) < COLDSTART_MIN_ROUNDS:
             return None
         n = min(len(b.ok_runs), len(h.ok_runs))
         if n < cfg.confirm_min_rounds:
             return None
-        return samehost.settle(s.screen, coldgate.compare(b, h, cfg), n, final=final, check_offset=False)
+        ab = coldgate.compare(b, h, cfg, judge=rule)
+        return samehost.settle(s.screen, ab, n, final=final, check_offset=False)
 
     return decide_one
 
