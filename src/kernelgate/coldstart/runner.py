@@ -73,6 +73,9 @@ class Runner:
         try:
             done = subprocess.run(
                 [*self.command, argument],
+                # not the caller's folder: `python -c` looks up every import there first, and a
+                # checkout on a slow file system would slow `import torch` of one side of an A/B
+                cwd=self.workdir,
                 env=self._environ(cache),
                 capture_output=True,
                 text=True,
