@@ -3,6 +3,7 @@ its offset shown, a doubt is inconclusive (never a pass), and rounds follow the 
 
 from __future__ import annotations
 
+import dataclasses
 import random
 
 import pytest
@@ -158,3 +159,12 @@ def test_the_screen_suspects_at_half_the_thresholds_so_a_faster_runner_hides_no_
     assert decision is not None and decision.outcome is Outcome.REGRESSION
     final = merged(compare(baseline, head, CONFIG), decision)
     assert [d.name for d in final.failures if d.scope is Scope.LAYER] == ["model.1"]
+
+
+def test_on_a_cpu_an_offset_from_the_baseline_is_no_doubt() -> None:
+    baseline = dataclasses.replace(run(), arch="cpu-x86-64-amd-epyc")
+    head = [dataclasses.replace(m, arch="cpu-x86-64-amd-epyc") for m in rounds(3, {"model.2": 1.5}, seed=10)]
+    base = [dataclasses.replace(m, arch="cpu-x86-64-amd-epyc") for m in rounds(3, {"model.2": 1.5}, seed=20)]
+    screen = compare(baseline, head[0], CONFIG)
+    decision = decide(screen, baseline, base, head, CONFIG)
+    assert decision is not None and decision.outcome is Outcome.PASS  # on a GPU: inconclusive (above)

@@ -4,8 +4,7 @@ fresh pytest process, as in CI.
 - a slowdown committed in the head: the screen suspects it, base and head measured on this machine
   confirm it, the run exits 1 naming the layer;
 - a ``-p`` plugin that slows a layer on both sides: it reaches every child process (the plugin writes
-  a line per process it is loaded in), base and head agree, and the layer that is far off the
-  baseline makes the run inconclusive, not green; ``--kernelgate-on-inconclusive=warn`` lets it pass;
+  a line per process it is loaded in), and base and head agree;
 - no git repository: no base to measure, inconclusive with the reason and the fix.
 
 CPU op times on the 2-core CI machine are noisy, so thresholds are wide (100 %, 300 µs) and the
@@ -99,7 +98,7 @@ def test_a_committed_slowdown_is_confirmed_on_this_machine(pytester: pytest.Pyte
 
 
 @pytest.mark.slow
-def test_a_plugin_on_both_sides_reaches_every_child_and_is_not_green(
+def test_a_plugin_on_both_sides_reaches_every_child(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     pytester.makepyprojecttoml(PYPROJECT)
@@ -113,16 +112,13 @@ def test_a_plugin_on_both_sides_reaches_every_child_and_is_not_green(
     monkeypatch.setenv("KG_LOADED", str(loaded))
 
     result = run(pytester, "-p", "slowplugin")
-    assert result.ret == 1
     lines = loaded.read_text().split()
     assert lines.count("parent") == 1
     assert lines.count("child") == 4  # 2 rounds x (base, head): the plugin was in every child
-    result.stdout.fnmatch_lines(["*INCONCLUSIVE (same-host A/B): base and head agree on this runner, but*"])
-    result.stdout.fnmatch_lines(["*INCONCLUSIVE model.1? Upsample:*"])
-
-    warned = run(pytester, "-p", "slowplugin", "--kernelgate-on-inconclusive=warn")
-    assert warned.ret == 0
-    warned.stdout.fnmatch_lines(["*yolov8n-fp32-bs1-64*inconclusive*"])
+    # base and head agree: not from this change. (On a GPU a device-side layer this far off the
+    # baseline makes it inconclusive, tests/test_samehost.py; on a CPU every op is host work.)
+    assert result.ret == 0
+    result.stdout.fnmatch_lines(["*yolov8n-fp32-bs1-64: pass: base and head agree on this runner*"])
 
 
 @pytest.mark.slow

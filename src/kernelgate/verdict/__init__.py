@@ -1,1 +1,7 @@
-"""kernelgate.verdict."""
+"""Verdicts: the noise-aware comparison of a measurement with its baseline (``compare``), the same-host
+judge of base and head rounds (``samehost``), hints for why a layer got slower (``hints``), the
+reviewable diff the reports render (``diff``) and the rounds of ``kernelgate record``/``ab``
+(``ab``). Verdicts are enums; nothing here renders text for a report.
+
+It imports ``baseline`` and below; never ``report``, ``coldstart``, ``plugin`` or ``cli``.
+"""
