@@ -36,6 +36,21 @@ DROPPED_FLAGS = frozenset(
         "-q", "--quiet", "-v", "--verbose", "-s", "--capture=no",
     }
 )  # fmt: skip
+# options kept with their value: the value is never taken for a test path
+KEPT_WITH_VALUE = frozenset(
+    {
+        "-p", "-o", "--override-ini", "-c", "--config-file", "-W", "--pythonwarnings", "--rootdir",
+        "--confcutdir", "--import-mode", "--ignore", "--ignore-glob", "--deselect", "-r", "--tb",
+        "--kernelgate-device", "--kernelgate-only", "--kernelgate-matrix", "--kernelgate-base",
+        "--kernelgate-threshold", "--kernelgate-kernel-threshold", "--kernelgate-total-threshold",
+        "--kernelgate-floor-us", "--kernelgate-rule", "--kernelgate-missing-baseline",
+        "--kernelgate-on-unreliable", "--kernelgate-on-nothing-compared", "--kernelgate-on-inconclusive",
+        "--kernelgate-slow-layer", "--kernelgate-iterations", "--kernelgate-baseline-dir",
+        "--benchmark-min-rounds", "--benchmark-max-time", "--benchmark-min-time", "--benchmark-timer",
+        "--benchmark-calibration-precision", "--benchmark-warmup-iterations", "--benchmark-sort",
+        "--benchmark-group-by", "--benchmark-columns", "--benchmark-name",
+    }
+)  # fmt: skip
 # short options whose value may be glued to them (``-kfoo``)
 _SHORT_WITH_VALUE = ("-k", "-m", "-n", "-d")
 
@@ -46,11 +61,20 @@ def child_args(args: Sequence[str], selection: Sequence[str]) -> list[str]:
     chosen = set(selection)
     out: list[str] = []
     skip_value = False
+    keep_value = False
     for arg in args:
         if skip_value:
             skip_value = False
             continue
+        if keep_value:
+            keep_value = False
+            out.append(arg)
+            continue
         name = arg.split("=", 1)[0]
+        if arg in KEPT_WITH_VALUE:
+            keep_value = True
+            out.append(arg)
+            continue
         if arg in DROPPED_FLAGS or name in DROPPED_FLAGS:
             continue
         if name in DROPPED_WITH_VALUE:
