@@ -180,3 +180,19 @@ def test_a_cpu_run_reads_cpu_ops_and_overhead_bound() -> None:
     assert "= CPU ops 1274.1 µs (29 %) + host 3135.9 µs → overhead-bound" in text
     assert "<summary>CPU op time per layer group: backbone +18.6 %" in text
     assert "GPU busy" not in text and "launch-bound" not in text
+
+
+def test_an_inconclusive_benchmark_is_said_in_the_headline_never_as_a_pass() -> None:
+    from kernelgate.verdict.samehost import merged, unsettled
+
+    base = measurement({"model.0": 100.0, "model.1": 50.0}, benchmark="doubt")
+    current = measurement({"model.0": 150.0, "model.1": 50.0}, benchmark="doubt")
+    screen = compare(base, current, GateConfig())
+    judged = merged(screen, unsettled("doubt", "no git repository at /x: the base cannot be checked out"))
+    diffs = [diff.build(judged, base, current), _passing_diff("fine", 100.0)]
+    line = report_markdown.verdict_line(diffs)
+    assert line.startswith("kernelgate: no regression in 2 benchmark(s) on sm90-nvidia-h200")
+    assert line.endswith("; 1 inconclusive (not settled on this runner: doubt)")
+    text = report_markdown.render(diffs)
+    assert text.splitlines()[1].startswith("### ❌ kernelgate:")  # fails by default: on_inconclusive
+    assert "inconclusive" in text

@@ -69,11 +69,17 @@ def _what(diff: BenchmarkDiff) -> list[tuple[float, str]]:
 
 def verdict_line(diffs: Sequence[BenchmarkDiff]) -> str:
     arches = ", ".join(sorted({d.arch for d in diffs})) or "this machine"
-    failed = [d for d in diffs if d.failed]
+    doubts = [d for d in diffs if _inconclusive(d)]
+    doubt = (
+        f"; {len(doubts)} inconclusive (not settled on this runner: {', '.join(d.benchmark for d in doubts)})"
+        if doubts
+        else ""
+    )
+    failed = [d for d in diffs if d.failed and not _only_inconclusive(d)]
     if not failed:
         moves = [d.total.delta.delta_pct or 0.0 for d in diffs]
         spread = f" (total GPU time {min(moves):+.1f} % to {max(moves):+.1f} %)" if moves else ""
-        return f"kernelgate: no regression in {len(diffs)} benchmark(s) on {arches}{spread}"
+        return f"kernelgate: no regression in {len(diffs)} benchmark(s) on {arches}{spread}{doubt}"
     layers = sum(len(d.failing_layers) for d in failed)
     kernels = sum(len(d.stray_kernels) for d in failed)
     counts = [
@@ -85,8 +91,18 @@ def verdict_line(diffs: Sequence[BenchmarkDiff]) -> str:
     worst = ", ".join(t for _, t in items[:VERDICT_LAYERS]) + (", …" if len(items) > VERDICT_LAYERS else "")
     if not counts:
         totals = ", ".join(f"{pct(d.total.delta.delta_pct)} ({d.benchmark})" for d in failed)
-        return f"kernelgate: total GPU time slower in {where} on {arches}: {totals}"
-    return f"kernelgate: {' and '.join(counts)} slower in {where} on {arches}: {worst}"
+        return f"kernelgate: total GPU time slower in {where} on {arches}: {totals}{doubt}"
+    return f"kernelgate: {' and '.join(counts)} slower in {where} on {arches}: {worst}{doubt}"
+
+
+def _inconclusive(d: BenchmarkDiff) -> bool:
+    return any(lay.delta.verdict is Verdict.INCONCLUSIVE for lay in (d.total, *d.layers))
+
+
+def _only_inconclusive(d: BenchmarkDiff) -> bool:
+    """Failed on doubts alone: every failing figure is inconclusive."""
+    failures = d.comparison.failures
+    return bool(failures) and all(f.verdict is Verdict.INCONCLUSIVE for f in failures)
 
 
 def _changed_cell(layer: LayerDiff) -> str:
