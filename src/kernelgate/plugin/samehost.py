@@ -31,7 +31,7 @@ from kernelgate.coldstart.phases import ColdStart
 from kernelgate.config import Threshold
 from kernelgate.measure.results import Dist, Measurement
 from kernelgate.plugin import invocation
-from kernelgate.verdict import samehost
+from kernelgate.verdict import ab, samehost
 from kernelgate.verdict.compare import Comparison, Judgement, noise_aware_rule
 
 if TYPE_CHECKING:
@@ -79,10 +79,8 @@ def _git(repo: Path, *args: str) -> str | None:
 
 
 def base_commit(repo: Path, ref: str) -> tuple[str | None, str]:
-    """The commit to measure as the base, and how it was found (or why none was)."""
-    top = _git(repo, "rev-parse", "--show-toplevel")
-    if top is None:
-        return None, f"{repo} is not inside a git repository"
+    """The commit of git checkout ``repo`` to measure as the base, and how it was found (or why none
+    was)."""
     if ref != "auto":
         sha = _git(repo, "rev-parse", "--verify", "--quiet", ref + "^{commit}")
         return (sha, f"base {ref}") if sha else (None, f"git cannot resolve base {ref!r}")
@@ -133,8 +131,7 @@ class Judge:
         self.config, self.state, self.log = config, state, log
         self.rootpath = Path(config.rootpath).resolve()
         self.work = Path(tempfile.mkdtemp(prefix="kernelgate-judge-"))
-        args = invocation.child_args(config.invocation_params.args, config.option.file_or_dir or [])
-        self.args = args
+        self.args = invocation.child_args(config.invocation_params.args, config.option.file_or_dir or [])
 
     def _child(self, side: Side, nodeids: Sequence[str], out: Path) -> str | None:
         root = side.root
@@ -189,8 +186,7 @@ class Judge:
     def close(self) -> None:
         tree = self.work / "base"
         if tree.exists() and getattr(self, "head_root", None) is not None:
-            subprocess.run(["git", "worktree", "remove", "--force", str(tree)], cwd=self.head_root,
-                           capture_output=True, check=False)  # fmt: skip
+            ab.remove_worktree(self.head_root, tree)
         shutil.rmtree(self.work, ignore_errors=True)
 
     def run(
@@ -247,13 +243,8 @@ def decide_kernel(state: State) -> Decider:
         b = [Measurement.from_json(x) for x in base]
         h = [Measurement.from_json(x) for x in head]
         b, h = [m for m in b if m.reliable], [m for m in h if m.reliable]
-        n = min(len(b), len(h))
-        if n < cfg.confirm_min_rounds:
-            return None  # more rounds (or, after the last, inconclusive)
-        return samehost.decide(
-            s.screen, Measurement.from_json(s.baseline), b, h, cfg,
-            min_rounds=cfg.confirm_min_rounds, max_rounds=n if final else cfg.confirm_max_rounds,
-        )  # fmt: skip
+        # None: more rounds (or, after the last, inconclusive)
+        return samehost.decide(s.screen, Measurement.from_json(s.baseline), b, h, cfg, final=final)
 
     return decide
 

@@ -48,11 +48,16 @@ def record(rounds: int, args: Sequence[str], tree: Path) -> int:
     return 0
 
 
+def remove_worktree(repo: Path, where: Path) -> None:
+    """Remove the git worktree at ``where`` from ``repo`` (and what git leaves of it)."""
+    subprocess.run(["git", "worktree", "remove", "--force", str(where)], cwd=repo, check=False)
+    shutil.rmtree(where, ignore_errors=True)
+
+
 def worktree(repo: Path, ref: str, where: Path) -> Path:
     """A detached git worktree of ``ref`` at ``where`` (replacing an earlier one)."""
     if where.exists():
-        subprocess.run(["git", "worktree", "remove", "--force", str(where)], cwd=repo, check=False)
-        shutil.rmtree(where, ignore_errors=True)
+        remove_worktree(repo, where)
     subprocess.run(["git", "worktree", "add", "--detach", str(where), ref], cwd=repo, check=True)
     return where
 
@@ -73,7 +78,7 @@ def run_ab(repo: Path, ref: str, rounds: int, args: Sequence[str], work: Path) -
                     print(f"kernelgate: {side.name} round {i + 1} exited {code}; stopping the A/B run.")
                     return None
     finally:
-        subprocess.run(["git", "worktree", "remove", "--force", str(base_tree)], cwd=repo, check=False)
+        remove_worktree(repo, base_tree)
         shutil.rmtree(base_tree.parent, ignore_errors=True)
     files = [next(side.baseline_dir.glob(f"*/{baseline.FILE_NAME}"), None) for side in sides]
     if files[0] is None or files[1] is None:

@@ -8,10 +8,10 @@ module decides from that pair alone (:func:`decide`), with the gate's own noise-
 rounds of each side combined (``compare(base, head)``: threshold, floor, Mann-Whitney ``p < alpha``
 over the per-iteration samples, and larger than the spread of the round medians of either side).
 
-Rounds follow the evidence: after ``min_rounds`` per side (3: one process per side cannot tell a
+Rounds follow the evidence: after ``confirm_min_rounds`` per side (3: one process per side cannot tell a
 process-level shift from a change) a suspect is settled when every quantity is clearly in or
 clearly out; in the grey zone (within a factor of 2 of its limit, or inside the noise) more rounds
-are measured, up to ``max_rounds``. What is still not settled then is INCONCLUSIVE, never a pass.
+are measured, up to ``confirm_max_rounds``. What is still not settled then is INCONCLUSIVE, never a pass.
 
 The screen's delta stays beside the A/B as the runner's offset: when base and head agree but the
 screen was far off on a device-side layer, the runner differs from the baseline's host in a way no
@@ -31,8 +31,6 @@ from kernelgate.measure.results import Measurement, combine
 from kernelgate.measure.stages import HOST_COUPLED
 from kernelgate.verdict.compare import Comparison, Delta, Verdict, compare
 
-MIN_ROUNDS = 3
-MAX_ROUNDS = 4
 # A device-side layer that the screen found this much further off than the runner's median offset,
 # while base and head agree, is not a host offset (in % points, or times its threshold if larger).
 OFFSET_DOUBT_PCT = 10.0
@@ -60,7 +58,7 @@ class Decision:
 
 
 def _settled(delta: Delta, noise_us: float | None) -> bool:
-    """Clearly in (the noise-aware rule's REGRESSED or IMPROVED on ``min_rounds`` processes a side)
+    """Clearly in (the noise-aware rule's REGRESSED or IMPROVED on ``confirm_min_rounds`` processes a side)
     or clearly out: under the limit by two standard errors ``noise_us`` of the move (without one:
     under half the limit). AMBIGUOUS, or unchanged close to the limit, is grey."""
     if delta.baseline_us is None or delta.current_us is None:
@@ -134,12 +132,13 @@ def decide(
     head_rounds: Sequence[Measurement],
     config: GateConfig,
     *,
-    min_rounds: int = MIN_ROUNDS,
-    max_rounds: int = MAX_ROUNDS,
+    final: bool = False,
 ) -> Decision | None:
-    """The decision for one suspect from its same-host rounds, or None when more rounds are needed."""
+    """The decision for one suspect from its same-host rounds, or None when more rounds are needed:
+    at least ``config.confirm_min_rounds`` processes a side, settled at ``config.confirm_max_rounds``
+    (or earlier with ``final``: no more rounds will come)."""
     n = min(len(base_rounds), len(head_rounds))
-    if n < min_rounds:
+    if n < config.confirm_min_rounds:
         return None
     base, head = combine(base_rounds[:n]), combine(head_rounds[:n])
     offset = runner_offset(screen_baseline, head, config)
@@ -148,7 +147,13 @@ def decide(
     device_side = not screen.arch.startswith("cpu")
     ab = compare(base, head, config)
     return settle(
-        screen, ab, n, final=n >= max_rounds, offset_pct=offset, noise=noise, check_offset=device_side
+        screen,
+        ab,
+        n,
+        final=final or n >= config.confirm_max_rounds,
+        offset_pct=offset,
+        noise=noise,
+        check_offset=device_side,
     )
 
 
