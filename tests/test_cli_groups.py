@@ -14,7 +14,7 @@ from real_data import BASE, SLOWED, YOLOV8N_GROUPS, entry
 from kernelgate.baseline import store as baseline
 from kernelgate.baseline.store import Entry
 from kernelgate.cli import main
-from kernelgate.coldstart import gate as coldgate
+from kernelgate.coldstart import verdict as coldverdict
 from kernelgate.report import groups as report_groups
 
 ROOT = Path(__file__).parent.parent
@@ -106,7 +106,7 @@ def test_cold_start_records_are_left_out_and_errors_exit_2(
     data = json.loads(BASE.read_text())
     committed = sorted(ROOT.glob("baselines/*/0001_kernelgate.json"))
     entries = [e for path in committed for e in baseline.load(path).values()]
-    cold = [e.measurement.benchmark for e in entries if coldgate.record_of(e) is not None]
+    cold = [e.measurement.benchmark for e in entries if coldverdict.record_of(e) is not None]
     assert cold  # the committed baseline holds cold starts too
     assert main(["groups", *map(str, committed), "--format", "md"]) == 0
     out = capsys.readouterr().out

@@ -14,7 +14,7 @@ from factories import bench_fields
 
 from kernelgate import cli
 from kernelgate.baseline import store as baseline
-from kernelgate.coldstart import gate as coldgate
+from kernelgate.coldstart import verdict as coldverdict
 from kernelgate.coldstart.child import MARK, steady_index
 from kernelgate.coldstart.phases import ChildSpec, ColdStart, Run
 from kernelgate.coldstart.runner import ColdStartError, Runner, measure
@@ -186,24 +186,26 @@ def test_record_json_round_trip_and_medians() -> None:
 def test_a_cold_start_entry_survives_the_baseline_file(tmp_path: Path) -> None:
     record = cold()
     fullname = "benchmarks/test_coldstart.py::test_coldstart[yolov8n-fp16-bs1-640-warm]"
-    entry = baseline.Entry(fullname, coldgate.carrier(record), coldgate.bench_fields(None, fullname, record))
+    entry = baseline.Entry(
+        fullname, coldverdict.carrier(record), coldverdict.bench_fields(None, fullname, record)
+    )
     path = tmp_path / "0001_kernelgate.json"
     doc = baseline.document([entry], record.arch, {}, {}, "2026-11-21T00:00:00+00:00", "5.2.3")
     baseline.write_atomic(path, baseline.dumps(doc))
     (loaded,) = baseline.load(path).values()
-    assert coldgate.record_of(loaded) == record
+    assert coldverdict.record_of(loaded) == record
     assert loaded.measurement.environment == record.environment
     assert loaded.measurement.total.median == pytest.approx(3660000.0)
     assert loaded.measurement.layers == () and loaded.measurement.kernels == ()
     kernel_entry = baseline.Entry("t::k", loaded.measurement, bench_fields("t::k"))
-    assert coldgate.record_of(kernel_entry) is None
+    assert coldverdict.record_of(kernel_entry) is None
 
 
 # --- verdicts ----------------------------------------------------------------------------------------
 
 
 def verdicts(base: ColdStart, current: ColdStart, config: GateConfig | None = None) -> dict[str, Verdict]:
-    comparison = coldgate.compare(base, current, config or GateConfig())
+    comparison = coldverdict.compare_scenario(base, current, config or GateConfig())
     return {d.name: d.verdict for d in comparison.deltas}
 
 
@@ -220,12 +222,12 @@ def test_the_jit_cache_disabled_regression_names_first_inference() -> None:
     disabled = cold("ptx-jit-warm", first_inference=[95000.0, 97000.0, 96000.0])
     disabled = replace(disabled, env={"CUDA_FORCE_PTX_JIT": "1", "CUDA_CACHE_DISABLE": "1"})
     disabled = replace(disabled, environment={**disabled.environment, "env.CUDA_CACHE_DISABLE": "1"})
-    comparison = coldgate.compare(base, disabled, GateConfig())
+    comparison = coldverdict.compare_scenario(base, disabled, GateConfig())
     assert comparison.failed
     assert [d.name for d in comparison.failures] == ["to_steady_state", "first_inference"]
     from kernelgate.machine.envdiff import changes
 
-    message = coldgate.failure_message(
+    message = coldverdict.scenario_failure(
         comparison,
         base,
         disabled,
@@ -248,7 +250,7 @@ def test_the_jit_cache_disabled_regression_names_first_inference() -> None:
         "  if this change is intended, re-record: "
         "pytest benchmarks --kernelgate-save -k 'yolov8n-fp16-bs1-640-ptx-jit-warm'"
     )
-    assert "REGRESSED: to_steady_state, first_inference" in coldgate.summary(comparison)
+    assert "REGRESSED: to_steady_state, first_inference" in coldverdict.summary(comparison)
 
 
 def test_the_floor_keeps_small_phases_from_failing() -> None:
@@ -269,7 +271,7 @@ def test_phases_new_or_missing_do_not_fail() -> None:
     found = verdicts(cpu, cold())
     assert found["cuda_init"] is Verdict.NEW
     assert verdicts(cold(), cpu)["cuda_init"] is Verdict.MISSING
-    assert not coldgate.compare(cpu, cold(), GateConfig()).failed
+    assert not coldverdict.compare_scenario(cpu, cold(), GateConfig()).failed
 
 
 def test_phase_thresholds_come_from_the_coldstart_keys_and_phase_rules_only() -> None:
@@ -291,7 +293,7 @@ def test_kernelgate_compare_command_gates_cold_start_entries(
     def write(path: Path, record: ColdStart) -> None:
         fullname = "benchmarks/test_coldstart.py::test_coldstart[x]"
         entry = baseline.Entry(
-            fullname, coldgate.carrier(record), coldgate.bench_fields(None, fullname, record)
+            fullname, coldverdict.carrier(record), coldverdict.bench_fields(None, fullname, record)
         )
         doc = baseline.document([entry], record.arch, {}, {}, "2026-11-21T00:00:00+00:00", "5.2.3")
         baseline.write_atomic(path, baseline.dumps(doc))
@@ -308,10 +310,10 @@ def test_kernelgate_compare_command_gates_cold_start_entries(
     assert "REGRESSED cuda_init (CUDA context and first kernel" in capsys.readouterr().out
     # the coldstart command reads the same file as its --compare baseline
     out = tmp_path / "records.json"
-    out.write_text(json.dumps({coldgate.EXTRA_KEY: [cold().to_json()]}))
+    out.write_text(json.dumps({coldverdict.EXTRA_KEY: [cold().to_json()]}))
     assert (
-        coldgate.read_records(tmp_path / "base.json").keys()
-        == coldgate.read_records(out).keys()
+        coldverdict.read_records(tmp_path / "base.json").keys()
+        == coldverdict.read_records(out).keys()
         == {cold().id}
     )
 

@@ -12,9 +12,9 @@ from pathlib import Path
 
 from kernelgate import config
 from kernelgate.baseline import store as baseline
-from kernelgate.coldstart import gate as coldgate
 from kernelgate.coldstart import phases as coldstart
 from kernelgate.coldstart import runner as coldrunner
+from kernelgate.coldstart import verdict as coldverdict
 from kernelgate.coldstart.child import SLOW_PHASE_VAR
 from kernelgate.coldstart.scenarios import SCENARIOS
 from kernelgate.machine import envdiff
@@ -47,7 +47,7 @@ def _compare(args: argparse.Namespace) -> int:
         if match is None:
             print(f"{entry.measurement.benchmark}: no baseline entry in {args.baseline}")
             continue
-        old, new = coldgate.record_of(match), coldgate.record_of(entry)
+        old, new = coldverdict.record_of(match), coldverdict.record_of(entry)
         if old is not None and new is not None:
             failed |= _gate_coldstart(old, new, gate, args.baseline)
             continue
@@ -111,19 +111,19 @@ def _gate_coldstart(
     if base.error or current.error:
         print(f"{current.id}: not compared: baseline {base.error or 'ok'}; now {current.error or 'ok'}")
         return False
-    comparison = coldgate.compare(base, current, gate)
+    comparison = coldverdict.compare_scenario(base, current, gate)
     if comparison.failed:
         changes = envdiff.changes(base.environment, current.environment)
-        print(coldgate.failure_message(comparison, base, current, where, changes))
+        print(coldverdict.scenario_failure(comparison, base, current, where, changes))
         return True
-    print(coldgate.summary(comparison))
+    print(coldverdict.summary(comparison))
     return False
 
 
 def _doctor(args: argparse.Namespace) -> int:
     from kernelgate.machine import doctor, fitness
 
-    facts = doctor.gather(Path(args.baseline_dir), coldgate.recorded_cache_bytes)
+    facts = doctor.gather(Path(args.baseline_dir), coldverdict.recorded_cache_bytes)
     findings = fitness.diagnose(facts)
     text = (
         doctor.to_json(facts, findings, args.strict)
@@ -150,7 +150,7 @@ def _coldstart(args: argparse.Namespace) -> int:
     if args.slow_phase:
         extra[SLOW_PHASE_VAR] = args.slow_phase
     try:
-        base = coldgate.read_records(Path(args.compare)) if args.compare else {}
+        base = coldverdict.read_records(Path(args.compare)) if args.compare else {}
     except (OSError, ValueError, KeyError, baseline.BaselineError) as exc:
         print(f"kernelgate: cannot read cold-start records from {args.compare}: {exc}", file=sys.stderr)
         return 2
@@ -168,9 +168,9 @@ def _coldstart(args: argparse.Namespace) -> int:
         )
         records.append(record)
         if args.out:  # after every scenario: a run cut short still leaves what it measured
-            document = {coldgate.EXTRA_KEY: [r.to_json() for r in records]}
+            document = {coldverdict.EXTRA_KEY: [r.to_json() for r in records]}
             baseline.write_atomic(Path(args.out), json.dumps(document, indent=2) + "\n")
-    print(coldgate.table(records))
+    print(coldverdict.table(records))
     for record in records:
         if record.error:
             print(f"{record.id}: failed {record.error}")
@@ -277,7 +277,7 @@ def _groups(args: argparse.Namespace) -> int:
         except baseline.BaselineError as exc:
             print(f"kernelgate: {exc}", file=sys.stderr)
             return 2
-        found = [e.measurement for e in entries.values() if coldgate.record_of(e) is None]
+        found = [e.measurement for e in entries.values() if coldverdict.record_of(e) is None]
         measurements += [grouped.inferred(m) for m in found] if args.infer else found
         sources += [name] * len(found)
     if not measurements:

@@ -59,7 +59,7 @@ def gather(
     shows among the GPU's processes; torch is asked only what needs no CUDA context.
 
     ``recorded_cache_bytes(baseline_dir, key)`` gives the largest JIT cache a recorded cold start
-    left (:func:`kernelgate.coldstart.gate.recorded_cache_bytes`, which the command passes: the
+    left (:func:`kernelgate.coldstart.verdict.recorded_cache_bytes`, which the command passes: the
     baseline format is above this package); without it that size is not known.
     """
     error = nvml_error()

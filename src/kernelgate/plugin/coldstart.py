@@ -1,5 +1,5 @@
 """The fixture's ``coldstart(...)``: measure a cold-start scenario, keep it for the baseline file, gate it
-(:mod:`kernelgate.coldstart.gate`)."""
+(:mod:`kernelgate.coldstart.verdict`)."""
 
 from __future__ import annotations
 
@@ -8,19 +8,19 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from kernelgate.coldstart.gate import (
-    EXTRA_KEY,
-    bench_fields,
-    carrier,
-    compare,
-    failure_message,
-    ptx_unavailable,
-    record_of,
-    summary,
-)
 from kernelgate.coldstart.phases import ChildSpec, ColdStart
 from kernelgate.coldstart.runner import Runner
 from kernelgate.coldstart.scenarios import SCENARIOS
+from kernelgate.coldstart.verdict import (
+    EXTRA_KEY,
+    bench_fields,
+    carrier,
+    compare_scenario,
+    ptx_unavailable,
+    record_of,
+    scenario_failure,
+    summary,
+)
 from kernelgate.machine import envdiff, identity
 from kernelgate.measure import timing
 
@@ -87,7 +87,7 @@ def run(kg: KernelGate, spec: ChildSpec, scenario: str, runs: int, prime: bool) 
             f"re-record it: pytest benchmarks --kernelgate-save -k '{record.id}'",
             pytrace=False,
         )
-    comparison = compare(base, record, kg.state.config)
+    comparison = compare_scenario(base, record, kg.state.config)
     if comparison.failed and kg.state.config.confirm:  # the same-host judge decides at session end
         from kernelgate.plugin.samehost import COLDSTART, Suspect
 
@@ -97,5 +97,5 @@ def run(kg: KernelGate, spec: ChildSpec, scenario: str, runs: int, prime: bool) 
     kg.state.notes.append(summary(comparison))
     if comparison.failed:
         changes = envdiff.changes(base.environment, record.environment)
-        pytest.fail(failure_message(comparison, base, record, shown(path), changes), pytrace=False)
+        pytest.fail(scenario_failure(comparison, base, record, shown(path), changes), pytrace=False)
     return record

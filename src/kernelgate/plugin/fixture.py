@@ -256,7 +256,7 @@ class KernelGate:
         prime: bool = True,
     ) -> ColdStart:
         """Time ``runs`` cold starts of the model, each in a fresh process, and gate every phase
-        against the baseline (:mod:`kernelgate.coldstart.gate`); ``scenario`` is one of
+        against the baseline (:mod:`kernelgate.coldstart.verdict`); ``scenario`` is one of
         :data:`kernelgate.coldstart.scenarios.SCENARIOS` (``empty``, ``warm``, ``ptx-jit``,
         ``ptx-jit-warm``)."""
 

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kernelgate.baseline.names import safe_name
-from kernelgate.coldstart import gate as coldgate
+from kernelgate.coldstart import verdict as coldverdict
 from kernelgate.coldstart.phases import ColdStart
 from kernelgate.config import Threshold
 from kernelgate.measure.results import Dist, Measurement
@@ -275,7 +275,7 @@ def decide_coldstart(state: State) -> Decider:
         n = min(len(b.ok_runs), len(h.ok_runs))
         if n < cfg.confirm_min_rounds:
             return None
-        ab = coldgate.compare(b, h, cfg, judge=rule)
+        ab = coldverdict.compare_scenario(b, h, cfg, judge=rule)
         return samehost.settle(s.screen, ab, n, final=final, check_offset=False)
 
     return decide_one

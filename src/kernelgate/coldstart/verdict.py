@@ -90,7 +90,7 @@ def bench_fields(stats: Any, fullname: str, record: ColdStart) -> dict[str, Any]
     return bench
 
 
-def compare(
+def compare_scenario(
     base: ColdStart, current: ColdStart, config: GateConfig, judge: Judge = median_rule
 ) -> Comparison:
     """One delta for the launch-to-steady-state total and one per phase.
@@ -148,7 +148,7 @@ def delta_line(d: Delta) -> str:
     )
 
 
-def failure_message(
+def scenario_failure(
     comparison: Comparison,
     base: ColdStart,
     current: ColdStart,
