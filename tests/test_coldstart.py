@@ -233,6 +233,7 @@ def test_the_jit_cache_disabled_regression_names_first_inference() -> None:
         disabled,
         "baselines/sm90-nvidia-h200/0001_kernelgate.json",
         changes(base.environment, disabled.environment),
+        target="benchmarks/test_coldstart.py::test_coldstart[yolov8n-fp16-bs1-640-ptx-jit-warm]",
     )
     lines = message.splitlines()
     assert lines[0] == (
@@ -248,7 +249,8 @@ def test_the_jit_cache_disabled_regression_names_first_inference() -> None:
     )
     assert lines[-1] == (
         "  if this change is intended, re-record: "
-        "pytest benchmarks --kernelgate-save -k 'yolov8n-fp16-bs1-640-ptx-jit-warm'"
+        "pytest 'benchmarks/test_coldstart.py::test_coldstart[yolov8n-fp16-bs1-640-ptx-jit-warm]' "
+        "--kernelgate-save"
     )
     assert "REGRESSED: to_steady_state, first_inference" in coldverdict.summary(comparison)
 

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import re
+import shlex
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
+from kernelgate import config as cfg
 from kernelgate.config import (
     ConfigError,
     GateConfig,
@@ -319,3 +322,35 @@ def test_policies_default_to_fail_and_read_from_the_table() -> None:
 def test_from_table_refuses_bad_policies_and_types(table: dict[str, object], says: str) -> None:
     with pytest.raises(ConfigError, match=says):
         from_table(table, "t", ROOT)
+
+
+def test_the_record_command_selects_exactly_the_tests_it_names() -> None:
+    assert cfg.record_command() == "pytest benchmarks --kernelgate-save"
+    graph = "benchmarks/test_yolo.py::test_yolo[yolov8n-fp16-bs1-640-graph]"
+    plain = "benchmarks/test_yolo.py::test_yolo[yolov8n-fp16-bs1-640]"
+    # quoted for the shell (brackets glob); a node id, never -k, which would also pick '-graph'
+    assert cfg.record_command(plain, graph) == f"pytest '{plain}' '{graph}' --kernelgate-save"
+    assert shlex.split(cfg.record_command(plain)) == ["pytest", plain, "--kernelgate-save"]
+
+
+def test_a_node_id_is_given_relative_to_the_folder_pytest_ran_in(tmp_path: Path) -> None:
+    nodeid = "benchmarks/test_yolo.py::test_yolo[a]"
+    assert cfg.node_target(nodeid) == nodeid
+    assert cfg.node_target(nodeid, tmp_path, tmp_path) == nodeid
+    assert cfg.node_target(nodeid, tmp_path, tmp_path / "benchmarks") == "test_yolo.py::test_yolo[a]"
+    assert cfg.node_target(nodeid, tmp_path, tmp_path / "docs") == "../benchmarks/test_yolo.py::test_yolo[a]"
+
+
+def test_no_module_prints_its_own_record_command() -> None:
+    """Every "re-record with ..." line comes from config.record_command (one place to change it)."""
+    import kernelgate
+
+    root = Path(kernelgate.__file__).parent
+    pattern = re.compile(r"pytest \S+ --kernelgate-save|--kernelgate-save -k")
+    found = [
+        f"{path.relative_to(root)}:{number}"
+        for path in sorted(root.rglob("*.py"))
+        for number, line in enumerate(path.read_text().splitlines(), 1)
+        if pattern.search(line)
+    ]
+    assert found == []

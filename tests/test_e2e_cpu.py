@@ -47,7 +47,11 @@ def test_record_pass_and_catch_a_slowed_layer(pytester: pytest.Pytester) -> None
     first = run(pytester)
     first.assert_outcomes(failed=1)
     first.stdout.fnmatch_lines(
-        ["*no baseline for 'yolov8n-fp32-bs1-64' on cpu-*pytest benchmarks --kernelgate-save*"]
+        [
+            "*no baseline for 'yolov8n-fp32-bs1-64' on cpu-*: pytest test_suite.py::test_yolo --kernelgate-save*",  # noqa: E501
+            "no baseline: yolov8n-fp32-bs1-64",
+            "record it with: pytest test_suite.py::test_yolo --kernelgate-save",
+        ]
     )
 
     record = run(pytester, "--kernelgate-save")

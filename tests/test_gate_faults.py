@@ -236,20 +236,21 @@ def test_a_baseline_entry_that_is_unreliable_or_does_not_add_up_is_not_a_yardsti
     good = measurement(
         {"model.0": 60.0, "model.1": 40.0}, {"model.0.conv :: k": 60.0, "model.1.cv :: k": 40.0}
     )
-    assert _check_baseline_entry(entry("b::t", good), "baselines/x/f.json") is None
+    assert _check_baseline_entry(entry("b::t", good), "baselines/x/f.json", "b::t") is None
     total = replace(good.total, samples=(100.0, 100.0, 90.0, 100.0, 100.0))
     edited = replace(good, total=total, busy=total)
     with pytest.raises(pytest.fail.Exception) as info:
-        _check_baseline_entry(entry("b::t", edited), "baselines/x/f.json")
+        target = "benchmarks/test_yolo.py::test_yolo[a b]"
+        _check_baseline_entry(entry("b::t", edited), "baselines/x/f.json", target)
     assert str(info.value) == (
         "kernelgate: the baseline of yolov8n-fp16-bs1-640 in baselines/x/f.json cannot be trusted: "
         "iteration 2: the layers add up to 100.000 µs, the total is 90.000 µs; "
         "iteration 2: the kernels add up to 100.000 µs, the total is 90.000 µs. "
-        "Re-record it: pytest benchmarks --kernelgate-save -k 'yolov8n-fp16-bs1-640'"
+        "Re-record it: pytest 'benchmarks/test_yolo.py::test_yolo[a b]' --kernelgate-save"
     )
     marked = replace(good, unreliable_reasons=("kernels per iteration differ",))
     with pytest.raises(pytest.fail.Exception, match="cannot be trusted: kernels per iteration differ"):
-        _check_baseline_entry(entry("b::t", marked), "f.json")
+        _check_baseline_entry(entry("b::t", marked), "f.json", "b::t")
 
 
 def test_collect_only_is_not_judged(pytester: pytest.Pytester) -> None:

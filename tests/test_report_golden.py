@@ -51,7 +51,10 @@ def test_the_real_regression_is_model_2_only(slowed: tuple[Comparison, dict[str,
 
 def test_failure_message_golden(slowed: tuple[Comparison, dict[str, str]]) -> None:
     comparison, types = slowed
-    text = report.failure_message(comparison, types, "baselines/sm90-nvidia-h200/0001_kernelgate.json")
+    TARGET = "benchmarks/test_yolo.py::test_yolo[yolov8n-fp16-bs1-640]"
+    text = report.failure_message(
+        comparison, types, "baselines/sm90-nvidia-h200/0001_kernelgate.json", target=TARGET
+    )
     check("failure_message.txt", text + "\n")
 
 
@@ -84,11 +87,12 @@ def test_environment_changes_are_shown_next_to_the_regression(
     current = dict(base, torch="2.12.0+cu130", cudnn="92000", temperature_c="61")
     current["env.CUBLAS_WORKSPACE_CONFIG"] = ":4096:8"
     found = envdiff.changes(base, current)
-    text = report.failure_message(comparison, types, "baselines/x.json", found)
+    text = report.failure_message(comparison, types, "baselines/x.json", found, target="t.py::t")
     lines = text.splitlines()
     assert lines[-3] == (
         "  environment changed since the baseline (may explain it): cudnn 91900 -> 92000; "
         "torch 2.11.0+cu130 -> 2.12.0+cu130; CUBLAS_WORKSPACE_CONFIG (unset) -> :4096:8"
     )
     assert lines[-2] == "  baseline: baselines/x.json"
-    assert report.failure_message(comparison, types, "baselines/x.json") == "\n".join(lines[:-3] + lines[-2:])
+    unchanged = report.failure_message(comparison, types, "baselines/x.json", target="t.py::t")
+    assert unchanged == "\n".join(lines[:-3] + lines[-2:])

@@ -49,7 +49,7 @@ def _compare(args: argparse.Namespace) -> int:
             continue
         old, new = coldverdict.record_of(match), coldverdict.record_of(entry)
         if old is not None and new is not None:
-            failed |= _gate_coldstart(old, new, gate, args.baseline)
+            failed |= _gate_coldstart(old, new, gate, args.baseline, fullname)
             continue
         problems = _untrusted(match.measurement, entry.measurement)
         if problems:
@@ -63,7 +63,7 @@ def _compare(args: argparse.Namespace) -> int:
         if comparison.failed:
             failed = True
             changes = envdiff.changes(base[fullname].measurement.environment, entry.measurement.environment)
-            print(failure_message(comparison, types, args.baseline, changes))
+            print(failure_message(comparison, types, args.baseline, changes, target=fullname))
         else:
             print(f"{comparison.benchmark}: pass")
     return 1 if failed else 0
@@ -102,7 +102,7 @@ def _untrusted(base: Measurement, current: Measurement) -> list[str]:
 
 
 def _gate_coldstart(
-    base: coldstart.ColdStart, current: coldstart.ColdStart, gate: config.GateConfig, where: str
+    base: coldstart.ColdStart, current: coldstart.ColdStart, gate: config.GateConfig, where: str, target: str
 ) -> bool:
     """Print the verdict of one cold start; True if it regressed (or failed where the baseline did not)."""
     if current.error and not base.error:
@@ -114,7 +114,7 @@ def _gate_coldstart(
     comparison = coldverdict.compare_scenario(base, current, gate)
     if comparison.failed:
         changes = envdiff.changes(base.environment, current.environment)
-        print(coldverdict.scenario_failure(comparison, base, current, where, changes))
+        print(coldverdict.scenario_failure(comparison, base, current, where, changes, target=target))
         return True
     print(coldverdict.summary(comparison))
     return False
@@ -178,7 +178,9 @@ def _coldstart(args: argparse.Namespace) -> int:
     failed = False
     for record in records:
         if record.id in base:
-            failed |= _gate_coldstart(base[record.id], record, gate, args.compare)
+            failed |= _gate_coldstart(
+                base[record.id], record, gate, args.compare, f"{config.TESTS}/test_coldstart.py"
+            )
         elif args.compare:
             print(f"{record.id}: no baseline record in {args.compare}")
     return 1 if failed else 0

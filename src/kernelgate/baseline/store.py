@@ -28,11 +28,12 @@ from typing import Any
 import filelock
 
 from kernelgate.baseline.names import check_component
+from kernelgate.config import record_command
 from kernelgate.measure.results import Dist, Measurement, combine
 
 SCHEMA_VERSION = 1
 FILE_NAME = "0001_kernelgate.json"
-RECORD_CMD = "pytest benchmarks --kernelgate-save"
+RECORD_CMD = record_command()
 
 
 LOCK_TIMEOUT_S = 60.0

@@ -19,7 +19,7 @@ from rich.table import Table
 
 from kernelgate.coldstart.phases import PHASE_HELP, PHASES, TOTAL, ColdStart
 from kernelgate.coldstart.scenarios import SCENARIOS
-from kernelgate.config import GateConfig, Scope
+from kernelgate.config import GateConfig, Scope, record_command
 from kernelgate.machine import envdiff, software
 from kernelgate.measure.results import Dist, Measurement
 from kernelgate.report.terminal import _render, environment_lines
@@ -154,8 +154,11 @@ def scenario_failure(
     current: ColdStart,
     baseline_path: str,
     changes: Sequence[envdiff.Change] = (),
+    *,
+    target: str,
 ) -> str:
-    """What got slower in a cold start, with the JIT cache and the environment changes that may explain it."""
+    """What got slower in a cold start, with the JIT cache and the environment changes that may
+    explain it; ``target`` is the test's node id, for the command that re-records it."""
     phases = [d for d in comparison.failures if d.name != TOTAL]
     total = next(d for d in comparison.deltas if d.name == TOTAL)
     lines = [
@@ -171,10 +174,7 @@ def scenario_failure(
     lines.append(f"  JIT cache after a run: {size(base.cache_bytes)} -> {size(current.cache_bytes)}")
     lines += environment_lines(changes)
     lines.append(f"  baseline: {baseline_path}")
-    lines.append(
-        "  if this change is intended, re-record: "
-        f"pytest benchmarks --kernelgate-save -k '{current.spec.id}-{current.scenario}'"
-    )
+    lines.append(f"  if this change is intended, re-record: {record_command(target)}")
     return "\n".join(lines)
 
 

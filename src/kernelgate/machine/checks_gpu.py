@@ -4,6 +4,7 @@ it shared, throttled, hot or power-capped. Pure functions of :class:`~kernelgate
 
 from __future__ import annotations
 
+from kernelgate.config import record_command
 from kernelgate.machine.facts import Facts
 from kernelgate.machine.finding import Finding, Level
 from kernelgate.machine.identity import same_architecture
@@ -74,7 +75,7 @@ def check_baseline(f: Facts) -> list[Finding]:
                 "baseline",
                 f"no baseline for {f.key}; {', '.join(others)} is the same architecture but another GPU, "
                 "and the gate refuses its timings by default",
-                f"record one: pytest benchmarks --kernelgate-save (then commit {f.baseline_dir}/{f.key}/), "
+                f"record one: {record_command()} (then commit {f.baseline_dir}/{f.key}/), "
                 "or compare with the other GPU anyway: pytest benchmarks --kernelgate-allow-other-gpu",
             )
         ]
@@ -83,7 +84,7 @@ def check_baseline(f: Facts) -> list[Finding]:
             Level.INFO,
             "baseline",
             f"no baseline for {f.key} in {f.baseline_dir}/ yet: the gate fails until one is recorded",
-            f"pytest benchmarks --kernelgate-save, then commit {f.baseline_dir}/{f.key}/",
+            f"{record_command()}, then commit {f.baseline_dir}/{f.key}/",
         )
     ]
 

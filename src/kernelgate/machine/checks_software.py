@@ -5,6 +5,7 @@ can the JIT cache hold what the suite compiles, how modules load, cuDNN's settin
 
 from __future__ import annotations
 
+from kernelgate.config import TESTS, record_command
 from kernelgate.machine.facts import Facts
 from kernelgate.machine.finding import Finding, Level
 
@@ -190,7 +191,7 @@ def check_jit_cache(f: Facts) -> list[Finding]:
                 f"kernels are JIT-compiled here and {shown} ({_mib(size)}); how much the suite needs is not "
                 "recorded yet (no PTX-JIT cold start in the baseline)",
                 f"export CUDA_CACHE_MAXSIZE={MAX_CACHE_MAXSIZE}, and record the cold start: "
-                "pytest benchmarks --kernelgate-save -k coldstart",
+                + record_command(f"{TESTS}/test_coldstart.py"),
             )
         )
     else:

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+from kernelgate.config import record_command
 from kernelgate.machine.software import THREADS
 
 # Keys of a recorded environment that can explain a timing change (besides every env.* variable).
@@ -84,11 +85,11 @@ def gpu_differences(baseline: Mapping[str, str], current: Mapping[str, str]) -> 
 OTHER_GPU_OPTION = "--kernelgate-allow-other-gpu"
 
 
-def other_gpu_message(benchmark: str, baseline_path: str, differences: Iterable[Change]) -> str:
+def other_gpu_message(benchmark: str, baseline_path: str, differences: Iterable[Change], target: str) -> str:
     listed = "; ".join(str(d) for d in differences)
     return (
         f"kernelgate: {benchmark}: the baseline in {baseline_path} was recorded on another GPU "
         f"({listed}). Timings of one GPU do not hold for another, even of the same architecture. "
-        f"Record a baseline on this GPU (pytest benchmarks --kernelgate-save -k '{benchmark}'), "
+        f"Record a baseline on this GPU ({record_command(target)}), "
         f"or compare with the other GPU's numbers anyway: {OTHER_GPU_OPTION}."
     )

@@ -21,6 +21,7 @@ from kernelgate.coldstart.verdict import (
     scenario_failure,
     summary,
 )
+from kernelgate.config import record_command
 from kernelgate.machine import envdiff, identity
 from kernelgate.measure import timing
 
@@ -84,7 +85,7 @@ def run(kg: KernelGate, spec: ChildSpec, scenario: str, runs: int, prime: bool) 
     if base is None:
         pytest.fail(
             f"kernelgate: {shown(path)} has an entry {kg.benchmark.fullname!r} without a cold-start record; "
-            f"re-record it: pytest benchmarks --kernelgate-save -k '{record.id}'",
+            f"re-record it: {record_command(kg.target)}",
             pytrace=False,
         )
     comparison = compare_scenario(base, record, kg.state.config)
@@ -97,5 +98,6 @@ def run(kg: KernelGate, spec: ChildSpec, scenario: str, runs: int, prime: bool) 
     kg.state.notes.append(summary(comparison))
     if comparison.failed:
         changes = envdiff.changes(base.environment, record.environment)
-        pytest.fail(scenario_failure(comparison, base, record, shown(path), changes), pytrace=False)
+        text = scenario_failure(comparison, base, record, shown(path), changes, target=kg.target)
+        pytest.fail(text, pytrace=False)
     return record

@@ -126,7 +126,14 @@ def summary(terminalreporter: Any, config: pytest.Config) -> None:
     elif measured:
         terminalreporter.write(time_split_lines(measured.values()))
     for name in state.missing:
-        terminalreporter.write_line(f"no baseline: {name} (record with: pytest benchmarks --kernelgate-save)")
+        terminalreporter.write_line(f"no baseline: {name}")
+    if state.missing:
+        nodeids = {e.measurement.benchmark: e.fullname for e in state.measured}
+        where = config.rootpath, config.invocation_params.dir
+        targets = [cfg.node_target(nodeids[n], *where) for n in state.missing if n in nodeids]
+        terminalreporter.write_line(
+            f"record {'them' if len(targets) > 1 else 'it'} with: {cfg.record_command(*targets)}"
+        )
     for name in state.unreliable:
         terminalreporter.write_line(f"unreliable profile, not compared: {name}")
     published = config.stash.get(REPORT_KEY, None)

@@ -18,7 +18,7 @@ import pytest
 from kernelgate.baseline import store as baseline
 from kernelgate.baseline.names import safe_name, shown
 from kernelgate.coldstart.phases import ChildSpec, ColdStart
-from kernelgate.config import MissingBaseline, Policy
+from kernelgate.config import MissingBaseline, Policy, node_target, record_command
 from kernelgate.machine import envdiff, identity
 from kernelgate.measure import faults, integrity, profile, timing
 from kernelgate.measure import results as measure
@@ -99,6 +99,12 @@ class KernelGate:
         self.node = node
         self.node_name = node.name
         self.device = pick_device(state.options.device)
+
+    @property
+    def target(self) -> str:
+        """This test as the argument that selects it from the folder pytest was started in."""
+        config = self.node.config
+        return node_target(self.node.nodeid, config.rootpath, config.invocation_params.dir)
 
     def yolo(
         self,
@@ -289,7 +295,7 @@ class KernelGate:
         if found is None:
             return None
         entry, path = found
-        _check_baseline_entry(entry, shown(path))
+        _check_baseline_entry(entry, shown(path), self.target)
         comparison = compare(entry.measurement, result, self.state.config)
         screen = comparison.failed
         if self.state.config.confirm and not screen:  # suspect at a fraction of the thresholds too
@@ -305,7 +311,8 @@ class KernelGate:
         self.state.comparisons.append(comparison)
         if comparison.failed:
             changes = envdiff.changes(entry.measurement.environment, result.environment)
-            pytest.fail(failure_message(comparison, dict(layers.types), shown(path), changes), pytrace=False)
+            text = failure_message(comparison, dict(layers.types), shown(path), changes, target=self.target)
+            pytest.fail(text, pytrace=False)
         return comparison
 
     def baseline_entry(self, result: measure.Measurement) -> tuple[baseline.Entry, Path] | None:
@@ -331,7 +338,8 @@ class KernelGate:
             return None
         differences = envdiff.gpu_differences(entry.measurement.environment, result.environment)
         if differences and not allow:
-            pytest.fail(envdiff.other_gpu_message(result.benchmark, shown(path), differences), pytrace=False)
+            text = envdiff.other_gpu_message(result.benchmark, shown(path), differences, self.target)
+            pytest.fail(text, pytrace=False)
         if differences or path.parent.name != result.arch:
             listed = "; ".join(str(d) for d in differences) or f"{path.parent.name} for {result.arch}"
             self.state.notes.append(
@@ -345,7 +353,7 @@ class KernelGate:
         message = (
             f"kernelgate: no baseline for {result.benchmark!r} on {result.arch} "
             f"(looked in {shown(path)}). Record one on this machine: "
-            f"pytest benchmarks --kernelgate-save -k '{result.benchmark}' and commit {shown(path.parent)}/."
+            f"{record_command(self.target)} and commit {shown(path.parent)}/."
         )
         if others:
             message += (
@@ -358,15 +366,14 @@ class KernelGate:
         warnings.warn(message, MissingBaselineWarning, stacklevel=2)
 
 
-def _check_baseline_entry(entry: baseline.Entry, path: str) -> None:
+def _check_baseline_entry(entry: baseline.Entry, path: str, target: str) -> None:
     """A baseline entry that was unreliable when recorded, or does not add up (edited by hand), is
     not a yardstick: fail, naming the entry and the fix."""
     problems = list(entry.measurement.unreliable_reasons) + integrity.check_record(entry.measurement)
     if problems:
         pytest.fail(
             f"kernelgate: the baseline of {entry.measurement.benchmark} in {path} cannot be trusted: "
-            f"{'; '.join(problems)}. Re-record it: pytest benchmarks --kernelgate-save "
-            f"-k '{entry.measurement.benchmark}'",
+            f"{'; '.join(problems)}. Re-record it: {record_command(target)}",
             pytrace=False,
         )
 

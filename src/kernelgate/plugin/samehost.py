@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 from kernelgate.baseline.names import safe_name
 from kernelgate.coldstart import verdict as coldverdict
 from kernelgate.coldstart.phases import ColdStart
-from kernelgate.config import Threshold
+from kernelgate.config import Threshold, node_target
 from kernelgate.measure.results import Dist, Measurement
 from kernelgate.plugin import invocation
 from kernelgate.verdict import ab, samehost
@@ -322,7 +322,8 @@ def judge_session(config: pytest.Config, state: State) -> None:
                 (e.measurement for e in state.measured if e.measurement.benchmark == merged.benchmark), None
             )
             found = changes(base.environment, head.environment) if head is not None else []
-            text = failure_message(merged, types, path, found)
+            target = node_target(suspect.nodeid, config.rootpath, config.invocation_params.dir)
+            text = failure_message(merged, types, path, found, target=target)
         else:
             text = "\n".join(
                 [f"kernelgate: cold start {merged.benchmark} on {merged.arch}:"]

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from rich.console import Console
 from rich.table import Table
 
-from kernelgate.config import Scope
+from kernelgate.config import Scope, record_command
 from kernelgate.measure import timesplit
 from kernelgate.verdict.compare import Comparison, Delta, Verdict
 
@@ -88,10 +88,16 @@ def layer_label(layer: str, types: dict[str, str]) -> str:
 
 
 def failure_message(
-    comparison: Comparison, layer_types: dict[str, str], baseline_path: str, changes: Sequence[Change] = ()
+    comparison: Comparison,
+    layer_types: dict[str, str],
+    baseline_path: str,
+    changes: Sequence[Change] = (),
+    *,
+    target: str,
 ) -> str:
     """The message of a failing benchmark test: what got slower, by how much, against what, and
-    which environment changes (driver, torch, cuDNN, ultralytics, variables) may explain it."""
+    which environment changes (driver, torch, cuDNN, ultralytics, variables) may explain it;
+    ``target`` is the test's node id, for the command that re-records it."""
     failures = comparison.failures
     layers = [d for d in failures if d.scope is Scope.LAYER]
     lines = [
@@ -129,10 +135,7 @@ def failure_message(
     lines += environment_lines(changes)
     lines += [f"  note: {note}" for note in comparison.notes]
     lines.append(f"  baseline: {baseline_path}")
-    lines.append(
-        "  if this change is intended, re-record: "
-        f"pytest benchmarks --kernelgate-save -k '{comparison.benchmark}'"
-    )
+    lines.append(f"  if this change is intended, re-record: {record_command(target)}")
     return "\n".join(lines)
 
 
