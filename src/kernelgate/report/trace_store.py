@@ -20,6 +20,7 @@ from typing import Any
 
 from kernelgate.baseline.names import safe_name
 from kernelgate.baseline.store import path_for
+from kernelgate.measure.naming import module_of_range
 from kernelgate.measure.trace import GPU_CATEGORIES, LAUNCH_CATEGORIES, RANGE_PREFIX, STEP_PREFIX
 from kernelgate.report.redact import Redactor
 
@@ -92,7 +93,7 @@ def _name(event: dict[str, Any], redactor: Redactor) -> str:
     if category in KEPT_CATEGORIES or name.startswith(STEP_PREFIX) or event.get("ph") == "M":
         return name
     if name.startswith(RANGE_PREFIX):
-        return RANGE_PREFIX + redactor.module(name[len(RANGE_PREFIX) :])
+        return RANGE_PREFIX + redactor.module(module_of_range(name[len(RANGE_PREFIX) :]))
     if category in GPU_CATEGORIES or category == "cpu_op":
         return redactor.kernel(normalize_kernel_name(name))
     return redactor.hashed("event", name)
