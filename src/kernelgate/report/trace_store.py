@@ -22,7 +22,7 @@ from kernelgate.baseline.names import safe_name
 from kernelgate.baseline.store import path_for
 from kernelgate.measure.naming import module_of_range
 from kernelgate.measure.trace import GPU_CATEGORIES, LAUNCH_CATEGORIES, RANGE_PREFIX, STEP_PREFIX
-from kernelgate.report.redact import Redactor
+from kernelgate.report.redact import PRIVATE_TRACE_KEYS, Redactor
 
 SUFFIX = ".pt.trace.json.gz"
 SIZE_CAP = 1 << 20
@@ -100,7 +100,8 @@ def _name(event: dict[str, Any], redactor: Redactor) -> str:
 
 
 def redact(doc: dict[str, Any], redactor: Redactor) -> dict[str, Any]:
-    """Names hashed as in the reports (``kg/module-…``, ``kernel-…``); string arguments dropped."""
+    """Names hashed as in the reports (``kg/module-…``, ``kernel-…``); string arguments dropped; no
+    host name and no path of the trace file (:data:`PRIVATE_TRACE_KEYS`)."""
     events = []
     for e in doc["traceEvents"]:
         e = dict(e)
@@ -108,7 +109,8 @@ def redact(doc: dict[str, Any], redactor: Redactor) -> dict[str, Any]:
         if e.get("ph") != "M" and isinstance(e.get("args"), dict):
             e["args"] = {k: v for k, v in e["args"].items() if not isinstance(v, str)}
         events.append(e)
-    return {**doc, "traceEvents": events}
+    kept = {k: v for k, v in doc.items() if k not in PRIVATE_TRACE_KEYS}
+    return {**kept, "traceEvents": events}
 
 
 def encode(doc: dict[str, Any]) -> bytes:
