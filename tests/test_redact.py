@@ -11,7 +11,7 @@ from pathlib import Path
 from real_data import DATA, slowed_item
 
 from kernelgate.measure import grouped
-from kernelgate.report import publish, trace_store
+from kernelgate.report import publish, redact, trace_store
 from kernelgate.report.redact import Redactor
 
 TRACE = DATA / "yolov8n-fp16-h200-2steps.trace.json.gz"
@@ -91,3 +91,11 @@ def test_an_encoded_range_name_is_hashed_as_the_module_it_names() -> None:
     event = {"ph": "X", "cat": "user_annotation", "name": "kg/model.1.a%5Cb", "ts": 0, "dur": 1}
     doc = trace_store.redact({"traceEvents": [event]}, r)
     assert doc["traceEvents"][0]["name"] == "kg/" + r.module("model.1.a\\b")
+
+
+def test_an_unreliable_reason_that_names_a_kernel_is_redacted() -> None:
+    m = slowed_item().current
+    kernel = m.kernels[0]
+    reasons = (f"1 kernels ran a different number of times (e.g. {kernel.key}: ...)", "3 iterations")
+    hidden = Redactor().measurement(dataclasses.replace(m, unreliable_reasons=reasons))
+    assert hidden.unreliable_reasons == (redact.REDACTED_REASON, "3 iterations")
