@@ -52,3 +52,36 @@ def test_a_shared_activation_is_attributed_to_each_calling_layer(tmp_path: Path)
     assert sorted(set(silu["module"])) == ["model.0.act", "model.1.act", "model.2.act"]
     assert silu.groupby("iteration").size().tolist() == [3, 3]
     assert (silu.groupby(["iteration", "layer"]).size() == 1).all()
+
+
+class Odd(torch.nn.Module):
+    """Module names the profiler's trace writer would change: a backslash, a slash, a percent sign,
+    a quote, a non-ASCII letter."""
+
+    NAMES = ("a\\b", "c/d", "e%41", 'f"g', "hé")
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.model = torch.nn.Sequential()
+        self.model.add_module("0", torch.nn.Conv2d(4, 4, 3, padding=1))
+        self.model.add_module("x\\y", torch.nn.Sequential())
+        for i, name in enumerate(self.NAMES):
+            self.model.get_submodule("x\\y").add_module(name, torch.nn.ReLU() if i % 2 else torch.nn.SiLU())
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.model(x)
+
+
+def test_a_module_named_with_a_backslash_keeps_its_name_and_layer(tmp_path: Path) -> None:
+    net = Odd().eval()
+    x = torch.rand(1, 4, 8, 8)
+    path = tmp_path / "trace.json"
+    with torch.no_grad():
+        profile.run(lambda: net(x), net, gpu=False, schedule=profile.Schedule(0, 1, 2), trace_path=path)
+    assert "kg/model.x%5Cy.a%5Cb" in path.read_text()  # encoded in the trace, not turned into a path
+    layers = attribute.Layers({"model.0": "Conv2d", "model.x\\y": "Sequential"})
+    frame = attribute.attribute(trace.parse(path, gpu=False), layers)
+    expected = {"model.0"} | {f"model.x\\y.{name}" for name in Odd.NAMES}
+    assert set(frame["module"]) == expected
+    assert set(frame["layer"]) == {"model.0", "model.x\\y"}  # no stray layer, nothing unattributed
+    assert frame[frame["module"] == "model.x\\y.a\\b"]["kernel"].tolist() == ["aten::silu", "aten::silu"]

@@ -11,7 +11,7 @@ from pathlib import Path
 from real_data import DATA, slowed_item
 
 from kernelgate.measure import grouped
-from kernelgate.report import publish, trace_store
+from kernelgate.report import publish, redact, trace_store
 from kernelgate.report.redact import Redactor
 
 TRACE = DATA / "yolov8n-fp16-h200-2steps.trace.json.gz"
@@ -83,3 +83,19 @@ def test_layers_keep_their_groups_under_hashed_names() -> None:
 def test_an_old_record_redacted_still_groups_its_stages() -> None:
     m = dataclasses.replace(slowed_item().current, groups={})
     assert grouped.group_times(Redactor().measurement(m)) == grouped.group_times(m)
+
+
+def test_an_encoded_range_name_is_hashed_as_the_module_it_names() -> None:
+    """``kg/model.1.a%5Cb`` is the range of module ``model.1.a\\b``: hashed as the reports hash it."""
+    r = Redactor()
+    event = {"ph": "X", "cat": "user_annotation", "name": "kg/model.1.a%5Cb", "ts": 0, "dur": 1}
+    doc = trace_store.redact({"traceEvents": [event]}, r)
+    assert doc["traceEvents"][0]["name"] == "kg/" + r.module("model.1.a\\b")
+
+
+def test_an_unreliable_reason_that_names_a_kernel_is_redacted() -> None:
+    m = slowed_item().current
+    kernel = m.kernels[0]
+    reasons = (f"1 kernels ran a different number of times (e.g. {kernel.key}: ...)", "3 iterations")
+    hidden = Redactor().measurement(dataclasses.replace(m, unreliable_reasons=reasons))
+    assert hidden.unreliable_reasons == (redact.REDACTED_REASON, "3 iterations")

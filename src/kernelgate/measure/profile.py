@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from kernelgate.measure.naming import range_name
 from kernelgate.measure.trace import RANGE_PREFIX
 
 
@@ -74,7 +75,7 @@ def module_ranges(model: Any) -> Iterator[None]:
     def enter(module: Any, args: Any) -> None:
         caller = open_ranges[-1][0] if open_ranges else None
         name = pick_name(names[id(module)], caller)
-        rf = torch.autograd.profiler.record_function(RANGE_PREFIX + name)
+        rf = torch.autograd.profiler.record_function(RANGE_PREFIX + range_name(name))
         rf.__enter__()  # type: ignore[no-untyped-call]
         open_ranges.append((name, rf))
 

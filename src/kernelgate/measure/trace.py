@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from kernelgate.measure.naming import module_of_range
+
 RANGE_PREFIX = "kg/"
 STEP_PREFIX = "ProfilerStep#"
 GPU_CATEGORIES = {"kernel": "kernel", "gpu_memcpy": "memcpy", "gpu_memset": "memset"}
@@ -97,7 +99,7 @@ def _complete(events: Iterable[Mapping[str, Any]]) -> Iterable[Mapping[str, Any]
 def _ranges(events: list[Mapping[str, Any]], prefix: str, strip: bool) -> tuple[Range, ...]:
     return tuple(
         Range(
-            name=str(e["name"])[len(prefix) :] if strip else str(e["name"]),
+            name=module_of_range(str(e["name"])[len(prefix) :]) if strip else str(e["name"]),
             tid=int(e["tid"]),
             start_us=float(e["ts"]),
             end_us=float(e["ts"]) + float(e["dur"]),

@@ -18,17 +18,26 @@ if TYPE_CHECKING:
     from kernelgate.baseline.store import Entry
 
 
-def write(config: pytest.Config, state: State, path: Path, entries: list[Entry], merge: bool) -> bool:
-    """Save ``entries`` to ``path`` under its lock, keeping the file's other benchmarks when ``merge``."""
+def write(
+    config: pytest.Config, state: State, path: Path, entries: list[Entry], merge: bool, redact: bool = False
+) -> bool:
+    """Save ``entries`` to ``path`` under its lock, keeping the file's other benchmarks when ``merge``;
+    with ``redact`` (the results file under --kernelgate-redact), names hashed and no host name."""
     from kernelgate.baseline import store as baseline
 
     hook = config.hook
+    machine_info = hook.pytest_benchmark_generate_machine_info(config=config)
+    if redact:
+        from kernelgate.report import redact as redaction
+
+        redactor = redaction.Redactor.from_environment()
+        entries, machine_info = [redactor.entry(e) for e in entries], redaction.machine_info(machine_info)
     try:
         notes = baseline.save(
             path,
             entries,
             arch=entries[0].measurement.arch,
-            machine_info=hook.pytest_benchmark_generate_machine_info(config=config),
+            machine_info=machine_info,
             commit_info=hook.pytest_benchmark_generate_commit_info(config=config),
             created=datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
             pytest_benchmark_version=metadata.version("pytest-benchmark"),
@@ -67,7 +76,8 @@ def finish(session: pytest.Session) -> None:
         judge_session(session.config, state)
     if state.measured:
         arch = state.measured[0].measurement.arch
-        write(session.config, state, path_for(state.options.out_dir / "results", arch), state.measured, False)
+        results = path_for(state.options.out_dir / "results", arch)
+        write(session.config, state, results, state.measured, False, redact=_redacting(session.config))
         reliable = [e for e in state.measured if e.measurement.reliable]
         if state.options.save and reliable:
             write(session.config, state, path_for(state.config.baseline_dir, arch), reliable, True)
@@ -91,6 +101,11 @@ def finish(session: pytest.Session) -> None:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
+def _redacting(config: pytest.Config) -> bool:
+    """--kernelgate-redact: the report folder and the results file hash names (report/redact.py)."""
+    return bool(config.getoption("kernelgate_redact"))
+
+
 def report(config: pytest.Config, state: State) -> None:
     from kernelgate.report.publish import publish, session_items
 
@@ -101,7 +116,7 @@ def report(config: pytest.Config, state: State) -> None:
         return
     folder = Path(config.getoption("kernelgate_report_dir")).resolve()
     try:
-        config.stash[REPORT_KEY] = publish(items, folder, redact=bool(config.getoption("kernelgate_redact")))
+        config.stash[REPORT_KEY] = publish(items, folder, redact=_redacting(config))
     except Exception as exc:  # a broken report must not hide the gate's verdict, which stands
         state.notes.append(
             f"kernelgate: the report in {folder} could not be written ({type(exc).__name__}: {exc}); "

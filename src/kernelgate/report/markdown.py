@@ -19,6 +19,7 @@ from kernelgate.measure.naming import kernel_label, module_label
 from kernelgate.measure.timesplit import TimeSplit
 from kernelgate.models.groups import ordered
 from kernelgate.report import labels
+from kernelgate.report.escape import code, plain
 from kernelgate.report.labels import pct, signed_us, us
 from kernelgate.verdict.compare import Delta, Verdict
 from kernelgate.verdict.diff import BenchmarkDiff, EnvChange, GroupDiff, LayerDiff
@@ -28,21 +29,6 @@ COMMENT_LIMIT = 65_000  # GitHub refuses comments over 65,536 characters
 CELL_KERNELS = 3
 VERDICT_LAYERS = 3
 ENVIRONMENT_SUMMARY = ("gpu", "driver", "cuda", "cudnn", "torch", "ultralytics")
-
-
-def code(text: str) -> str:
-    """Inline code that survives a table cell: pipes escaped, backticks fenced."""
-    text = text.replace("|", "\\|")
-    fence = "``" if "`" in text else "`"
-    pad = " " if fence == "``" else ""
-    return f"{fence}{pad}{text}{pad}{fence}"
-
-
-def plain(text: str) -> str:
-    """Text with Markdown's special characters escaped."""
-    for char in "\\`*_[]<>|#~":
-        text = text.replace(char, "\\" + char)
-    return text
 
 
 def layer_name(layer: LayerDiff) -> str:
@@ -67,14 +53,12 @@ def _what(diff: BenchmarkDiff) -> list[tuple[float, str]]:
     return sorted(items, key=lambda item: -item[0])
 
 
-def verdict_line(diffs: Sequence[BenchmarkDiff]) -> str:
-    arches = ", ".join(sorted({d.arch for d in diffs})) or "this machine"
+def verdict_line(diffs: Sequence[BenchmarkDiff], name: Callable[[str], str] = str) -> str:
+    """The headline; ``name`` shows a benchmark id or architecture key (``plain`` in Markdown)."""
+    arches = ", ".join(name(a) for a in sorted({d.arch for d in diffs})) or "this machine"
     doubts = [d for d in diffs if _inconclusive(d)]
-    doubt = (
-        f"; {len(doubts)} inconclusive (not settled on this runner: {', '.join(d.benchmark for d in doubts)})"
-        if doubts
-        else ""
-    )
+    unsettled = ", ".join(name(d.benchmark) for d in doubts)
+    doubt = f"; {len(doubts)} inconclusive (not settled on this runner: {unsettled})" if doubts else ""
     failed = [d for d in diffs if d.failed and not _only_inconclusive(d)]
     if not failed:
         moves = [d.total.delta.delta_pct or 0.0 for d in diffs]
@@ -85,12 +69,14 @@ def verdict_line(diffs: Sequence[BenchmarkDiff]) -> str:
     counts = [
         f"{n} {word}{'s' if n != 1 else ''}" for n, word in ((layers, "layer"), (kernels, "kernel")) if n
     ]
-    where = failed[0].benchmark if len(failed) == 1 else f"{len(failed)} of {len(diffs)} benchmarks"
-    items = [(v, t + (f" ({d.benchmark})" if len(failed) > 1 else "")) for d in failed for v, t in _what(d)]
+    where = name(failed[0].benchmark) if len(failed) == 1 else f"{len(failed)} of {len(diffs)} benchmarks"
+    items = [
+        (v, t + (f" ({name(d.benchmark)})" if len(failed) > 1 else "")) for d in failed for v, t in _what(d)
+    ]
     items.sort(key=lambda item: -item[0])
     worst = ", ".join(t for _, t in items[:VERDICT_LAYERS]) + (", …" if len(items) > VERDICT_LAYERS else "")
     if not counts:
-        totals = ", ".join(f"{pct(d.total.delta.delta_pct)} ({d.benchmark})" for d in failed)
+        totals = ", ".join(f"{pct(d.total.delta.delta_pct)} ({name(d.benchmark)})" for d in failed)
         return f"kernelgate: total GPU time slower in {where} on {arches}: {totals}{doubt}"
     return f"kernelgate: {' and '.join(counts)} slower in {where} on {arches}: {worst}{doubt}"
 
@@ -169,7 +155,7 @@ def _kernel_table(layer: LayerDiff, diff: BenchmarkDiff) -> list[str]:
             continue
         module, _, name = k.name.partition(" :: ")
         facts = launch.get(k.name) or base_launch.get(k.name) or {}
-        shape = f"{facts['grid']} · {facts['block']}" if facts.get("grid") else labels.DASH
+        shape = plain(f"{facts['grid']} · {facts['block']}") if facts.get("grid") else labels.DASH
         calls = f"{labels.calls(k.baseline_calls)} → {labels.calls(k.current_calls)}"
         rows.append(
             f"| {code(module_label(module, layer.delta.name))} | {code(name)} | {us(k.baseline_us)} | "
@@ -338,7 +324,7 @@ def _group_rows(diffs: Sequence[BenchmarkDiff]) -> list[str]:
 def body(diffs: Sequence[BenchmarkDiff], compact: bool = False) -> list[str]:
     """The verdict line, a section per failing benchmark and the table of passing ones."""
     mark = "❌" if any(d.failed for d in diffs) else "✅"
-    lines = [f"### {mark} {verdict_line(diffs)}", ""]
+    lines = [f"### {mark} {verdict_line(diffs, plain)}", ""]
     for diff in diffs:
         if diff.failed:
             lines += benchmark_section(diff, compact)

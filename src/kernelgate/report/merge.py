@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import shutil
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -23,6 +23,7 @@ from kernelgate.baseline.names import safe_name
 from kernelgate.report import data as report_data
 from kernelgate.report import html as report_html
 from kernelgate.report import markdown as report_markdown
+from kernelgate.report.escape import plain
 from kernelgate.report.publish import HTML, MARKDOWN, TRACES
 from kernelgate.verdict import diff
 
@@ -112,13 +113,16 @@ def load(
     return by_arch
 
 
-def verdict_line(archs: Sequence[Arch]) -> str:
+def verdict_line(archs: Sequence[Arch], name: Callable[[str], str] = str) -> str:
+    """The headline; ``name`` shows an architecture key (``plain`` in Markdown)."""
     n = sum(len(a.diffs) for a in archs)
     failed = [a for a in archs if a.failed]
     if not failed:
         return f"no regression on {len(archs)} architecture(s), {n} benchmark(s)"
     parts = [
-        f"{a.arch} (no report)" if a.missing else f"{a.arch} ({len(a.failing)} of {len(a.diffs)} benchmarks)"
+        f"{name(a.arch)} (no report)"
+        if a.missing
+        else f"{name(a.arch)} ({len(a.failing)} of {len(a.diffs)} benchmarks)"
         for a in failed
     ]
     return f"regression on {len(failed)} of {len(archs)} architecture(s): {', '.join(parts)}"
@@ -129,9 +133,7 @@ def _table(archs: Sequence[Arch]) -> list[str]:
     for a in archs:
         mark = "❌ no report" if a.missing else ("❌" if a.failed else "✅")
         passed = len(a.diffs) - len(a.failing)
-        rows.append(
-            f"| {report_markdown.plain(a.arch)} | {mark} | {len(a.diffs)} | {len(a.failing)} | {passed} |"
-        )
+        rows.append(f"| {plain(a.arch)} | {mark} | {len(a.diffs)} | {len(a.failing)} | {passed} |")
     return rows
 
 
@@ -143,13 +145,13 @@ def markdown(archs: Sequence[Arch], footer: str = "", limit: int = report_markdo
     def lines_for(compact: bool) -> list[str]:
         lines = [
             report_markdown.MARKER,
-            f"### {'❌' if failed else '✅'} kernelgate: {verdict_line(archs)}",
+            f"### {'❌' if failed else '✅'} kernelgate: {verdict_line(archs, plain)}",
             "",
             *_table(archs),
             "",
         ]
         for a in archs:
-            lines += [f"## {'❌' if a.failed else '✅'} {report_markdown.plain(a.arch)}", ""]
+            lines += [f"## {'❌' if a.failed else '✅'} {plain(a.arch)}", ""]
             if a.missing:
                 lines += ["No report from this architecture's runner: its gate failed before comparing. "
                           "See the run's log.", ""]  # fmt: skip

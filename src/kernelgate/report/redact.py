@@ -6,6 +6,12 @@ bits), so reports of two pull requests stay comparable, and the names in the Mar
 JSON reports match those in the redacted traces. Names that say nothing about a model
 (``total``, ``input``, ``(unattributed)``, memcpy and memset) are kept.
 
+The results file of a run (``.kernelgate/results/<arch>/0001_kernelgate.json``) is written the same
+way (:meth:`Redactor.entry`), without the runner's host name (``machine_info.node``:
+:func:`machine_info`); the trace excerpts lose the host name and the trace's path
+(:data:`PRIVATE_TRACE_KEYS`, in :mod:`kernelgate.report.trace_store`). An unreliable measurement's
+reasons that name a layer, module or kernel are replaced by a note.
+
 An unkeyed hash of a guessable name (``model.2``) can be recovered by guessing; set
 ``KERNELGATE_REDACT_KEY`` to a private value to key the hash (the same key gives the same hashes).
 """
@@ -15,8 +21,11 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
+from kernelgate.baseline.store import Entry
 from kernelgate.config import Scope
 from kernelgate.measure.results import LayerStat, Measurement
 from kernelgate.models.groups import group_of
@@ -26,6 +35,23 @@ KEPT = frozenset({"", "total", "input", "(unattributed)"})
 KEPT_KERNEL_PREFIXES = ("Memcpy", "Memset")
 KEY_VARIABLE = "KERNELGATE_REDACT_KEY"
 KERNEL_SEPARATOR = " :: "
+# what names the machine in pytest-benchmark's machine_info, and in a Chrome trace's top level
+PRIVATE_MACHINE_KEYS = frozenset({"node"})
+PRIVATE_TRACE_KEYS = frozenset({"host_name", "traceName"})
+REDACTED_REASON = "(redacted: this reason named a layer, module or kernel)"
+KERNEL_NAME_SHOWN = 80  # integrity.py names a kernel by its first 80 characters
+
+
+def machine_info(info: Mapping[str, Any]) -> dict[str, Any]:
+    """pytest-benchmark's machine_info without the host name."""
+    return {k: v for k, v in info.items() if k not in PRIVATE_MACHINE_KEYS}
+
+
+def _names(m: Measurement) -> set[str]:
+    names = {lay.name for lay in m.layers} | {lay.type for lay in m.layers}
+    for k in m.kernels:
+        names |= {k.layer, k.module, k.name, k.name[:KERNEL_NAME_SHOWN]}
+    return {n for n in names if n not in KEPT}
 
 
 @dataclass(frozen=True)
@@ -73,7 +99,17 @@ class Redactor:
         )
         # a layer keeps its group (stage names included) under its hashed name
         groups = {self.layer(lay.name): group_of(lay.name, m.groups) for lay in m.layers}
-        return dataclasses.replace(m, layers=layers, kernels=kernels, groups=groups)
+        names = _names(m)
+        reasons = tuple(
+            REDACTED_REASON if any(n in reason for n in names) else reason for reason in m.unreliable_reasons
+        )
+        return dataclasses.replace(
+            m, layers=layers, kernels=kernels, groups=groups, unreliable_reasons=reasons
+        )
+
+    def entry(self, e: Entry) -> Entry:
+        """A benchmark of the results file, its measurement redacted."""
+        return Entry(e.fullname, self.measurement(e.measurement), e.benchmark)
 
     def delta(self, d: Delta) -> Delta:
         name = d.name

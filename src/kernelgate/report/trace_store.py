@@ -20,8 +20,9 @@ from typing import Any
 
 from kernelgate.baseline.names import safe_name
 from kernelgate.baseline.store import path_for
+from kernelgate.measure.naming import module_of_range
 from kernelgate.measure.trace import GPU_CATEGORIES, LAUNCH_CATEGORIES, RANGE_PREFIX, STEP_PREFIX
-from kernelgate.report.redact import Redactor
+from kernelgate.report.redact import PRIVATE_TRACE_KEYS, Redactor
 
 SUFFIX = ".pt.trace.json.gz"
 SIZE_CAP = 1 << 20
@@ -92,14 +93,15 @@ def _name(event: dict[str, Any], redactor: Redactor) -> str:
     if category in KEPT_CATEGORIES or name.startswith(STEP_PREFIX) or event.get("ph") == "M":
         return name
     if name.startswith(RANGE_PREFIX):
-        return RANGE_PREFIX + redactor.module(name[len(RANGE_PREFIX) :])
+        return RANGE_PREFIX + redactor.module(module_of_range(name[len(RANGE_PREFIX) :]))
     if category in GPU_CATEGORIES or category == "cpu_op":
         return redactor.kernel(normalize_kernel_name(name))
     return redactor.hashed("event", name)
 
 
 def redact(doc: dict[str, Any], redactor: Redactor) -> dict[str, Any]:
-    """Names hashed as in the reports (``kg/module-…``, ``kernel-…``); string arguments dropped."""
+    """Names hashed as in the reports (``kg/module-…``, ``kernel-…``); string arguments dropped; no
+    host name and no path of the trace file (:data:`PRIVATE_TRACE_KEYS`)."""
     events = []
     for e in doc["traceEvents"]:
         e = dict(e)
@@ -107,7 +109,8 @@ def redact(doc: dict[str, Any], redactor: Redactor) -> dict[str, Any]:
         if e.get("ph") != "M" and isinstance(e.get("args"), dict):
             e["args"] = {k: v for k, v in e["args"].items() if not isinstance(v, str)}
         events.append(e)
-    return {**doc, "traceEvents": events}
+    kept = {k: v for k, v in doc.items() if k not in PRIVATE_TRACE_KEYS}
+    return {**kept, "traceEvents": events}
 
 
 def encode(doc: dict[str, Any]) -> bytes:
