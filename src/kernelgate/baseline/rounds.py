@@ -13,7 +13,7 @@ The spread of the rounds that the verdict uses as noise comes from the majority 
 from __future__ import annotations
 
 import statistics
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -113,7 +113,7 @@ def kept_rounds(benchmark: Mapping[str, Any]) -> dict[int, str]:
     return kept
 
 
-def keeping(benchmark: Mapping[str, Any], rounds: Iterator[int] | list[int], reason: str) -> dict[str, Any]:
+def keeping(benchmark: Mapping[str, Any], rounds: Iterable[int], reason: str) -> dict[str, Any]:
     """``benchmark`` (pytest-benchmark's fields of an entry) with ``rounds`` kept for ``reason``."""
     kept = kept_rounds(benchmark) | dict.fromkeys(rounds, reason)
     extra = dict(benchmark.get("extra_info") or {})
