@@ -22,7 +22,12 @@ def test_tiny(kernelgate):
     kernelgate.module(net, torch.rand(1, 3, 32, 32), LAYERS, name="tiny")
 """
 
-PYTEST_ARGS = ["--", "test_suite.py", "--kernelgate-device=cpu", "--benchmark-min-rounds=2"]
+# CPU op times of a tiny module differ between processes by 50 % and more on a shared machine: these
+# tests are about the rounds' mechanics, so disagreeing rounds are kept, saying why
+PYTEST_ARGS = [
+    "--", "test_suite.py", "--kernelgate-device=cpu", "--benchmark-min-rounds=2",
+    "--kernelgate-keep-round", "CPU op times of a tiny module on a shared machine",
+]  # fmt: skip
 
 
 def kernelgate(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:

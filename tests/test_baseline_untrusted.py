@@ -14,6 +14,7 @@ import pytest
 from factories import ARCH, entry, measurement
 
 from kernelgate.baseline import store as baseline
+from kernelgate.baseline.errors import REPLACE_CMD
 from kernelgate.baseline.store import FILE_NAME, RECORD_CMD, BaselineError, Entry
 from kernelgate.measure.results import Measurement
 
@@ -69,7 +70,7 @@ def test_duplicate_keys_are_refused_not_silently_collapsed(tmp_path: Path) -> No
     text = text_of([entry(V8)]).replace('"schema_version": 1', '"schema_version": 1, "schema_version": 1', 1)
     message = loads_with_error(tmp_path, text)
     assert "key 'schema_version' appears twice in one object" in message
-    assert f"'{RECORD_CMD}'" in message
+    assert f"'{REPLACE_CMD}'" in message
 
 
 def test_duplicate_keys_deep_inside_a_measurement_are_refused(tmp_path: Path) -> None:
@@ -283,11 +284,18 @@ def test_save_refuses_measurements_of_another_architecture(tmp_path: Path) -> No
 
 def test_save_over_an_unreadable_file_fails_unless_asked_to_replace_it(tmp_path: Path) -> None:
     path = put(tmp_path / ARCH / FILE_NAME, "{")
-    with pytest.raises(BaselineError, match="not valid JSON"):
+    with pytest.raises(BaselineError, match="not valid JSON") as info:
         baseline.save(path, [entry(V8)], arch=ARCH, **META)
+    assert "Nothing was saved: --kernelgate-save replaces an unreadable file (keeping only the " in str(
+        info.value
+    )
+    assert str(info.value).endswith(f"only when asked: {REPLACE_CMD}")
     assert path.read_text() == "{"
     notes = baseline.save(path, [entry(V8)], arch=ARCH, replace_unreadable=True, **META)
-    assert len(notes) == 1 and notes[0].startswith("replaced an unreadable baseline")
+    assert notes == [
+        "replaced an unreadable baseline, as --kernelgate-replace-unreadable asked: "
+        + str(info.value).split(" Nothing was saved")[0]
+    ]
     assert list(baseline.load(path)) == [V8]
 
 

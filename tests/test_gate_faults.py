@@ -226,31 +226,40 @@ def test_profiling_no_iterations_is_a_usage_error(pytester: pytest.Pytester, val
     result.stderr.fnmatch_lines([f"*--kernelgate-iterations {value}: profile at least 1 iteration*"])
 
 
+TARGET = "benchmarks/test_yolo.py::test_yolo[a b]"
+
+
 def test_a_baseline_entry_that_is_unreliable_or_does_not_add_up_is_not_a_yardstick() -> None:
     from dataclasses import replace
 
     from factories import entry, measurement
 
+    from kernelgate.config import GateConfig
     from kernelgate.plugin.fixture import _check_baseline_entry
+    from kernelgate.plugin.session import Options, State
 
+    state = State(GateConfig(), Options())
     good = measurement(
         {"model.0": 60.0, "model.1": 40.0}, {"model.0.conv :: k": 60.0, "model.1.cv :: k": 40.0}
     )
-    assert _check_baseline_entry(entry("b::t", good), "baselines/x/f.json", "b::t") is None
+    assert _check_baseline_entry(entry("b::t", good), good, state, "baselines/x/f.json", "b::t") is None
     total = replace(good.total, samples=(100.0, 100.0, 90.0, 100.0, 100.0))
     edited = replace(good, total=total, busy=total)
     with pytest.raises(pytest.fail.Exception) as info:
-        target = "benchmarks/test_yolo.py::test_yolo[a b]"
-        _check_baseline_entry(entry("b::t", edited), "baselines/x/f.json", target)
+        _check_baseline_entry(entry("b::t", edited), good, state, "baselines/x/f.json", TARGET)
     assert str(info.value) == (
-        "kernelgate: the baseline of yolov8n-fp16-bs1-640 in baselines/x/f.json cannot be trusted: "
-        "iteration 2: the layers add up to 100.000 µs, the total is 90.000 µs; "
-        "iteration 2: the kernels add up to 100.000 µs, the total is 90.000 µs. "
-        "Re-record it: pytest 'benchmarks/test_yolo.py::test_yolo[a b]' --kernelgate-save"
+        "kernelgate: yolov8n-fp16-bs1-640 is not compared with its baseline in baselines/x/f.json: "
+        "the baseline is unreliable (iteration 2: the layers add up to 100.000 µs, the total is 90.000 µs; "
+        "iteration 2: the kernels add up to 100.000 µs, the total is 90.000 µs). "
+        "If the baseline is what is wrong, re-record it on this machine: "
+        "pytest 'benchmarks/test_yolo.py::test_yolo[a b]' --kernelgate-save "
+        "(in rounds: kernelgate record --rounds 3 -- 'benchmarks/test_yolo.py::test_yolo[a b]')"
     )
     marked = replace(good, unreliable_reasons=("kernels per iteration differ",))
-    with pytest.raises(pytest.fail.Exception, match="cannot be trusted: kernels per iteration differ"):
-        _check_baseline_entry(entry("b::t", marked), "f.json", "b::t")
+    with pytest.raises(
+        pytest.fail.Exception, match=r"the baseline is unreliable \(kernels per iteration differ"
+    ):
+        _check_baseline_entry(entry("b::t", marked), good, state, "f.json", "b::t")
 
 
 def test_collect_only_is_not_judged(pytester: pytest.Pytester) -> None:

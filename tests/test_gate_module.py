@@ -73,13 +73,32 @@ def test_a_corrupt_baseline_fails_naming_the_file_and_is_left_alone(pytester: py
     result = pytester.runpytest_subprocess(*ARGS)
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
-        ["*0001_kernelgate.json: not valid JSON (line *pytest benchmarks --kernelgate-save*"]
+        [
+            "*0001_kernelgate.json: not valid JSON (line *"
+            "pytest benchmarks --kernelgate-save --kernelgate-replace-unreadable*"
+        ]
     )
     assert path.read_text() == truncated
 
-    saved = pytester.runpytest_subprocess(*ARGS, "--kernelgate-save")
+    # --kernelgate-save alone does not replace it: the file may hold benchmarks this run did not measure
+    refused = pytester.runpytest_subprocess(*ARGS, "--kernelgate-save")
+    refused.assert_outcomes(passed=1)
+    assert refused.ret == pytest.ExitCode.TESTS_FAILED
+    refused.stdout.fnmatch_lines(
+        [
+            "*NOT SAVED: *0001_kernelgate.json: not valid JSON*Nothing was saved: --kernelgate-save replaces "
+            "an unreadable file (keeping only the benchmarks of this run) only when asked: "
+            "pytest benchmarks --kernelgate-save --kernelgate-replace-unreadable"
+        ]
+    )
+    assert path.read_text() == truncated
+
+    saved = pytester.runpytest_subprocess(*ARGS, "--kernelgate-save", "--kernelgate-replace-unreadable")
     saved.assert_outcomes(passed=1)
-    saved.stdout.fnmatch_lines(["*replaced an unreadable baseline, as --kernelgate-save asked*"])
+    assert saved.ret == pytest.ExitCode.OK
+    saved.stdout.fnmatch_lines(
+        ["*replaced an unreadable baseline, as --kernelgate-replace-unreadable asked*"]
+    )
     assert json.loads(path.read_text())["kernelgate"]["schema_version"] == 1
 
 
@@ -106,3 +125,48 @@ def test_layers(kernelgate):
 """
     )
     pytester.runpytest_subprocess(*ARGS, "--kernelgate-save").assert_outcomes(passed=2)
+
+
+def test_an_appended_round_that_disagrees_is_refused_unless_kept_with_a_reason(
+    pytester: pytest.Pytester,
+) -> None:
+    """Round 2 runs layer 2 thirty times over (as a GPU shared with another job might): refused, the
+    file keeps its one round; kept with --kernelgate-keep-round, the reason is stored in the entry."""
+    pytester.makepyfile(test_suite=SUITE.replace("def test_crash", "def _crash"))
+    pytester.runpytest_subprocess(*ARGS, "--kernelgate-save").assert_outcomes(passed=1)
+    (path,) = baseline_files(pytester.path)
+    before = path.read_text()
+    slow = ("--kernelgate-save", "--kernelgate-append", "--kernelgate-slow-layer=2:30")
+
+    refused = pytester.runpytest_subprocess(*ARGS, *slow)
+    assert refused.ret == pytest.ExitCode.TESTS_FAILED
+    refused.stdout.fnmatch_lines(
+        ["*NOT SAVED: *nothing was saved: tiny-good: round(s) * disagree with the others beyond what noise *"]
+    )
+    assert (
+        "layer 2: round" in refused.stdout.str()
+        and "--kernelgate-keep-round 'REASON'" in refused.stdout.str()
+    )
+    assert path.read_text() == before
+
+    kept = pytester.runpytest_subprocess(*ARGS, *slow, "--kernelgate-keep-round", "layer 2 ran 31 times")
+    assert kept.ret == pytest.ExitCode.OK
+    kept.stdout.fnmatch_lines(["*tiny-good: kept round(s) * (layer 2 ran 31 times)*"])
+    (bench,) = json.loads(path.read_text())["benchmarks"]
+    assert {r["reason"] for r in bench["extra_info"]["kernelgate_kept_rounds"]} == {"layer 2 ran 31 times"}
+    assert len(bench["extra_info"]["kernelgate"]["total_us"]["rounds"]) == 2
+
+
+def test_keep_round_and_replace_unreadable_come_with_save(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_suite=SUITE.replace("def test_crash", "def _crash"))
+    for args, says in (
+        (
+            ("--kernelgate-replace-unreadable",),
+            "*--kernelgate-replace-unreadable * use it with --kernelgate-save*",
+        ),
+        (("--kernelgate-keep-round", "x"), "*--kernelgate-keep-round * use it with --kernelgate-save*"),
+        (("--kernelgate-save", "--kernelgate-keep-round", " "), "*--kernelgate-keep-round needs the reason*"),
+    ):
+        result = pytester.runpytest_subprocess(*ARGS, *args)
+        assert result.ret == pytest.ExitCode.USAGE_ERROR
+        result.stderr.fnmatch_lines([says])

@@ -19,9 +19,9 @@ from kernelgate.coldstart.child import SLOW_PHASE_VAR
 from kernelgate.coldstart.scenarios import SCENARIOS
 from kernelgate.machine import envdiff
 from kernelgate.machine.identity import detect_arch_key
-from kernelgate.measure import integrity
 from kernelgate.measure.results import Measurement
 from kernelgate.report.terminal import failure_message, layer_table
+from kernelgate.verdict import yardstick
 from kernelgate.verdict.compare import compare
 
 
@@ -40,18 +40,16 @@ def _compare(args: argparse.Namespace) -> int:
         print(f"kernelgate: {exc}", file=sys.stderr)
         return 2
     failed = False
-    by_id = {e.measurement.benchmark: e for e in base.values()}
-    for fullname, entry in current.items():
-        # by pytest node id; else by benchmark id (the same suite run from another tree or folder)
-        match = base.get(fullname) or by_id.get(entry.measurement.benchmark)
+    for entry in current.values():
+        match = yardstick.match(base, entry)
         if match is None:
             print(f"{entry.measurement.benchmark}: no baseline entry in {args.baseline}")
             continue
         old, new = coldverdict.record_of(match), coldverdict.record_of(entry)
         if old is not None and new is not None:
-            failed |= _gate_coldstart(old, new, gate, args.baseline, fullname)
+            failed |= _gate_coldstart(old, new, gate, args.baseline, entry.fullname)
             continue
-        problems = _untrusted(match.measurement, entry.measurement)
+        problems = yardstick.pair_problems(match, entry.measurement, gate)
         if problems:
             failed = True
             print(f"{entry.measurement.benchmark}: not compared: {'; '.join(problems)}")
@@ -62,8 +60,8 @@ def _compare(args: argparse.Namespace) -> int:
             print(layer_table(comparison, types))
         if comparison.failed:
             failed = True
-            changes = envdiff.changes(base[fullname].measurement.environment, entry.measurement.environment)
-            print(failure_message(comparison, types, args.baseline, changes, target=fullname))
+            changes = envdiff.changes(match.measurement.environment, entry.measurement.environment)
+            print(failure_message(comparison, types, args.baseline, changes, target=entry.fullname))
         else:
             print(f"{comparison.benchmark}: pass")
     return 1 if failed else 0
@@ -87,18 +85,6 @@ def _ab(args: argparse.Namespace) -> int:
     return _compare(
         argparse.Namespace(baseline=str(base), current=str(head), config=args.config, all=args.all)
     )
-
-
-def _untrusted(base: Measurement, current: Measurement) -> list[str]:
-    """Why this pair cannot be compared: another architecture, or a record that cannot be trusted."""
-    problems = []
-    if base.arch != current.arch:
-        problems.append(f"the baseline is of {base.arch}, the current result of {current.arch}")
-    for label, m in (("baseline", base), ("current result", current)):
-        reasons = list(m.unreliable_reasons) + integrity.check_record(m)
-        if reasons:
-            problems.append(f"the {label} is unreliable ({'; '.join(reasons)})")
-    return problems
 
 
 def _gate_coldstart(
@@ -207,22 +193,31 @@ def _report(args: argparse.Namespace) -> int:
         print(f"kernelgate: {exc}", file=sys.stderr)
         return 2
     history, notes = publish.load_history(Path(args.history) if args.history else None, current)
-    items = []
+    items, refused = [], []
     for fullname, entry in current.items():
         m = entry.measurement
-        if fullname not in base:
+        match = yardstick.match(base, entry)
+        if match is None:
             notes.append(f"{m.benchmark}: no baseline entry in {args.baseline}")
+            continue
+        problems = yardstick.pair_problems(match, m, gate) if coldverdict.record_of(entry) is None else []
+        if problems:  # the checks of `kernelgate compare` and the plugin
+            refused.append(f"{m.benchmark}: not compared: {'; '.join(problems)}")
             continue
         items.append(
             publish.Item(
-                compare(base[fullname].measurement, m, gate),
-                base[fullname].measurement,
+                compare(match.measurement, m, gate),
+                match.measurement,
                 m,
                 tuple(history.get(fullname, ())),
                 trace_store.beside(base_path, m.benchmark),
                 trace_store.current_trace(Path(args.traces), fullname) if args.traces else None,
             )
         )
+    for line in refused:
+        print(line)
+    if not items and refused:
+        return 1
     if not items:
         print(
             f"kernelgate: no benchmark of {args.current} has a baseline in {args.baseline}", file=sys.stderr
@@ -231,7 +226,7 @@ def _report(args: argparse.Namespace) -> int:
     published = publish.publish(items, Path(args.out), redact=args.redact)
     for line in [*published.lines(), *notes]:
         print(line)
-    return 1 if published.failed else 0
+    return 1 if published.failed or refused else 0
 
 
 def _merge(argv: Sequence[str]) -> int:

@@ -120,6 +120,10 @@ class GateConfig:
     # the screen suspects a benchmark at this fraction of its thresholds: a runner faster than the
     # baseline's host would otherwise hide a change just over the threshold from the judge
     screen: float = 0.5
+    # how far a round of a baseline (a separate process, --kernelgate-append) may lie from the median
+    # round (of two: the faster), and more than the figure's floor, before it counts as disagreeing:
+    # refused when saved, and a baseline holding one is no yardstick (kernelgate.baseline.rounds)
+    round_tolerance: float = 0.25
 
     def screening(self) -> GateConfig:
         """This configuration with the thresholds the screen applies (relative ones times ``screen``)."""
@@ -245,6 +249,7 @@ _SIMPLE_KEYS = {
     "confirm_min_rounds",
     "confirm_max_rounds",
     "screen",
+    "round_tolerance",
     "rules",
     "coldstart_threshold",
     "coldstart_floor_ms",
@@ -258,7 +263,13 @@ def from_table(table: Mapping[str, Any], where: str, root: Path) -> GateConfig:
         raise ConfigError(f"{where}: unknown key(s) {unknown}; known keys are {sorted(_SIMPLE_KEYS)}.")
     cfg = GateConfig(baseline_dir=root / "baselines")
     updates: dict[str, Any] = {}
-    for key in ("layer_threshold", "kernel_threshold", "total_threshold", "coldstart_threshold"):
+    for key in (
+        "layer_threshold",
+        "kernel_threshold",
+        "total_threshold",
+        "coldstart_threshold",
+        "round_tolerance",
+    ):
         if key in table:
             updates[key] = parse_fraction(table[key], f"{where}.{key}")
     if "coldstart_floor_ms" in table:

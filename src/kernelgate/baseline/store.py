@@ -15,47 +15,33 @@ from __future__ import annotations
 
 import copy
 import json
-import math
-import os
 import re
-import tempfile
-from collections.abc import Callable, Iterable, Iterator, Mapping
-from contextlib import contextmanager
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-import filelock
-
+from kernelgate.baseline import files, rounds
+from kernelgate.baseline.errors import RECORD_CMD as RECORD_CMD
+from kernelgate.baseline.errors import REPLACE_CMD, REPLACE_OPTION, unusable
+from kernelgate.baseline.errors import BaselineError as BaselineError
+from kernelgate.baseline.files import LOCK_TIMEOUT_S, remove_stale_temps
+from kernelgate.baseline.files import lock_path as lock_path
+from kernelgate.baseline.files import locked as locked
+from kernelgate.baseline.files import write_atomic as write_atomic
 from kernelgate.baseline.names import check_component
-from kernelgate.config import record_command
-from kernelgate.measure.results import Dist, Measurement, combine
+from kernelgate.baseline.values import check_summaries
+from kernelgate.baseline.values import parse as parse
+from kernelgate.config import GateConfig
+from kernelgate.measure.results import Measurement, combine
 
 SCHEMA_VERSION = 1
 FILE_NAME = "0001_kernelgate.json"
-RECORD_CMD = record_command()
-
-
-LOCK_TIMEOUT_S = 60.0
-# Summaries are rounded to 0.001 µs when written; a hand edit moves them by far more.
-SUMMARY_TOLERANCE_US = 0.01
 
 Migration = Callable[[dict[str, Any]], dict[str, Any]]
 # schema version N -> a function that turns a version-N document into version N + 1. Version 1 is
 # the first; add an entry here (and a test with a file of the old version) whenever it changes.
 MIGRATIONS: dict[int, Migration] = {}
-
-
-class BaselineError(Exception):
-    """A baseline file cannot be used; the message names the file and the fix.
-
-    ``replaceable`` is False where ``--kernelgate-save`` must not overwrite the file either (it was
-    written by a newer kernelgate, so replacing it would lose what this version cannot read).
-    """
-
-    def __init__(self, message: str, replaceable: bool = True) -> None:
-        super().__init__(message)
-        self.replaceable = replaceable
 
 
 @dataclass(frozen=True)
@@ -90,43 +76,6 @@ def path_for(baseline_dir: Path, arch: str) -> Path:
     return baseline_dir / check_component(arch, "architecture key") / FILE_NAME
 
 
-def _fail(path: Path, what: str) -> BaselineError:
-    return BaselineError(
-        f"{path}: {what}. Restore it from git (git checkout -- {path}) or re-record it with '{RECORD_CMD}'."
-    )
-
-
-class _Invalid(ValueError):
-    """A defect inside the JSON text, before the file's path is known to the message."""
-
-
-def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    seen: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in seen:
-            raise _Invalid(f"key {key!r} appears twice in one object (a bad merge or hand edit?)")
-        seen[key] = value
-    return seen
-
-
-def _no_constant(name: str) -> float:
-    raise _Invalid(f"{name} is not a number a baseline may hold")
-
-
-def parse(path: Path, text: str) -> Any:
-    """The JSON of ``text``, refusing duplicate keys and NaN / Infinity."""
-    if not text.strip():
-        raise _fail(path, "the file is empty")
-    try:
-        return json.loads(text, object_pairs_hook=_unique_keys, parse_constant=_no_constant)
-    except json.JSONDecodeError as exc:
-        raise _fail(path, f"not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})") from exc
-    except _Invalid as exc:
-        raise _fail(path, f"not a valid baseline: {exc}") from exc
-    except RecursionError as exc:
-        raise _fail(path, "not a valid baseline: nested too deeply") from exc
-
-
 def migrate(
     path: Path, data: dict[str, Any], migrations: Mapping[int, Migration] | None = None
 ) -> dict[str, Any]:
@@ -134,7 +83,7 @@ def migrate(
     steps = MIGRATIONS if migrations is None else migrations
     version = data["kernelgate"].get("schema_version")
     if not isinstance(version, int) or isinstance(version, bool):
-        raise _fail(
+        raise unusable(
             path,
             f"schema version {version!r} is not a whole number (this kernelgate writes {SCHEMA_VERSION})",
         )
@@ -149,11 +98,13 @@ def migrate(
         step = steps.get(version)
         if step is None:
             known = ", ".join(map(str, sorted(steps))) or "none"
-            raise _fail(path, f"schema version {version} cannot be upgraded (migrations exist from: {known})")
+            raise unusable(
+                path, f"schema version {version} cannot be upgraded (migrations exist from: {known})"
+            )
         try:
             data = step(copy.deepcopy(data))
         except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
-            raise _fail(
+            raise unusable(
                 path, f"schema version {version} could not be upgraded ({type(exc).__name__}: {exc})"
             ) from exc
         version += 1
@@ -161,24 +112,28 @@ def migrate(
     return data
 
 
-def load(path: Path, arch: str | None = None) -> dict[str, Entry]:
+def load(path: Path, arch: str | None = None, root: Path | None = None) -> dict[str, Entry]:
     """The benchmarks in ``path`` by full name. Raises :class:`BaselineError` on any defect.
 
-    With ``arch``, the file must hold measurements of that architecture key (this machine's).
+    With ``arch``, the file must hold measurements of that architecture key (this machine's); with
+    ``root`` (the baseline folder), it must lie inside it, also through symbolic links.
     """
+    if root is not None:
+        files.confined(path, root)
+    files.check_file(path)
     try:
         text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError as exc:
-        raise _fail(path, f"not UTF-8 text (byte {exc.start})") from exc
+        raise unusable(path, f"not UTF-8 text (byte {exc.start})") from exc
     except OSError as exc:
-        raise _fail(path, f"cannot be read ({exc.strerror})") from exc
+        raise unusable(path, f"cannot be read ({exc.strerror})") from exc
     data = parse(path, text)
     if not isinstance(data, dict) or not isinstance(data.get("kernelgate"), dict):
-        raise _fail(path, "not a kernelgate baseline (no top-level 'kernelgate' table)")
+        raise unusable(path, "not a kernelgate baseline (no top-level 'kernelgate' table)")
     data = migrate(path, data)
     file_arch = data["kernelgate"].get("arch")
     if not isinstance(file_arch, str) or not file_arch:
-        raise _fail(path, f"no architecture key ('kernelgate.arch' is {file_arch!r})")
+        raise unusable(path, f"no architecture key ('kernelgate.arch' is {file_arch!r})")
     if arch is not None and file_arch != arch:
         raise BaselineError(
             f"{path}: holds baselines of {file_arch}, but this machine's key is {arch}. A baseline of "
@@ -188,66 +143,27 @@ def load(path: Path, arch: str | None = None) -> dict[str, Entry]:
         )
     benchmarks = data.get("benchmarks")
     if not isinstance(benchmarks, list):
-        raise _fail(path, "no 'benchmarks' list")
+        raise unusable(path, "no 'benchmarks' list")
     entries: dict[str, Entry] = {}
     for i, bench in enumerate(benchmarks):
         try:
             fullname = str(bench["fullname"])
             raw = bench["extra_info"]["kernelgate"]
-            _check_summaries(raw)
+            check_summaries(raw)
             measurement = Measurement.from_json(raw)
+            rounds.kept_rounds(bench)
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
-            raise _fail(path, f"benchmarks[{i}] is malformed ({type(exc).__name__}: {exc})") from exc
+            raise unusable(path, f"benchmarks[{i}] is malformed ({type(exc).__name__}: {exc})") from exc
         if fullname in entries:
-            raise _fail(path, f"benchmarks[{i}] repeats {fullname!r} (a bad merge?)")
+            raise unusable(path, f"benchmarks[{i}] repeats {fullname!r} (a bad merge?)")
         if measurement.arch != file_arch:
-            raise _fail(
+            raise unusable(
                 path,
                 f"benchmarks[{i}] ({fullname}) was measured on {measurement.arch}, "
                 f"but the file is {file_arch}'s",
             )
         entries[fullname] = Entry(fullname, measurement, bench)
     return entries
-
-
-def _dists(raw: Mapping[str, Any]) -> Iterator[tuple[str, Any]]:
-    for key in ("total_us", "busy_us", "wall_us"):
-        yield key, raw[key]
-    for group in ("layers", "kernels"):
-        items = raw[group]
-        if not isinstance(items, list):
-            raise TypeError(f"'{group}' is {type(items).__name__}, not a list")
-        for i, item in enumerate(items):
-            yield f"{group}[{i}].time_us", item["time_us"]
-
-
-def _check_summaries(raw: Mapping[str, Any]) -> None:
-    """Samples are lists of finite, non-negative numbers, and the summaries written next to them
-    (median, n, p10, p90) still agree with them: a hand edit of a median alone is refused."""
-    for where, data in _dists(raw):
-        samples = data["samples"]
-        if not isinstance(samples, list) or not all(
-            isinstance(s, int | float) and not isinstance(s, bool) for s in samples
-        ):
-            raise ValueError(f"{where}.samples must be a list of numbers")
-        if not all(math.isfinite(s) and s >= 0 for s in samples):
-            raise ValueError(f"{where}.samples must be finite and 0 or more")
-        dist = Dist(tuple(float(s) for s in samples))
-        if "n" in data and data["n"] != dist.n:
-            raise ValueError(f"{where}: n = {data['n']!r} but there are {dist.n} samples (edited by hand?)")
-        for key, value in (
-            ("median", dist.median),
-            ("p10", dist.quantile(0.10)),
-            ("p90", dist.quantile(0.90)),
-        ):
-            if key not in data:
-                continue
-            stored = data[key]
-            if not isinstance(stored, int | float) or abs(float(stored) - value) > SUMMARY_TOLERANCE_US:
-                raise ValueError(
-                    f"{where}: {key} = {stored!r} but its samples give {value:.3f} "
-                    "(edited by hand? Edit the samples, not the summaries, or re-record)"
-                )
 
 
 # Only lists that json.dumps(indent=2) spread over lines: a JSON string never holds a raw newline,
@@ -291,46 +207,6 @@ def document(
     }
 
 
-def write_atomic(path: Path, text: str) -> None:
-    """Write via a temporary file in the same folder and rename: a reader never sees half a file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        os.chmod(tmp, 0o644)
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
-def lock_path(path: Path) -> Path:
-    """The lock file of ``path``: ``.0001_kernelgate.json.lock`` beside it (stays; ignore it in git)."""
-    return path.with_name(f".{path.name}.lock")
-
-
-@contextmanager
-def locked(path: Path, timeout: float = LOCK_TIMEOUT_S) -> Iterator[None]:
-    """Hold the lock of baseline file ``path`` (an OS file lock: released if the process dies)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    lock = filelock.FileLock(lock_path(path), timeout=timeout)
-    try:
-        lock.acquire()
-    except filelock.Timeout as exc:
-        raise BaselineError(
-            f"{path}: another process has held its lock ({lock_path(path)}) for {timeout:g} s. "
-            "Wait for the other kernelgate run to finish, then run again.",
-            replaceable=False,
-        ) from exc
-    try:
-        yield
-    finally:
-        lock.release()
-
-
 def merge(path: Path, new: Iterable[Entry], arch: str | None = None, append: bool = False) -> list[Entry]:
     """Entries of ``path`` (if it is a valid baseline) with ``new`` replacing those of the same name.
 
@@ -346,6 +222,28 @@ def merge(path: Path, new: Iterable[Entry], arch: str | None = None, append: boo
     return list(merged.values())
 
 
+def _checked_rounds(
+    path: Path, entries: list[Entry], names: set[str], config: GateConfig, keep_round: str | None
+) -> tuple[list[Entry], list[str]]:
+    """``entries`` whose rounds (those of ``names``, just appended) agree, or are kept for
+    ``keep_round``; a disagreement without a reason refuses the whole save."""
+    out, notes, refused = [], [], []
+    for entry in entries:
+        found = []
+        if entry.fullname in names:
+            found = rounds.disagreements(entry.measurement, config, rounds.kept_rounds(entry.benchmark))
+        if found and keep_round:
+            kept = sorted({d.round for d in found})
+            entry = replace(entry, benchmark=rounds.keeping(entry.benchmark, kept, keep_round))
+            notes.append(f"{entry.measurement.benchmark}: kept round(s) {kept} ({keep_round}): {found[0]}")
+        elif found:
+            refused.append(rounds.refusal(entry.measurement.benchmark, found, entry.fullname))
+        out.append(entry)
+    if refused:
+        raise BaselineError(f"{path}: nothing was saved: " + " ".join(refused), replaceable=False)
+    return out, notes
+
+
 def save(
     path: Path,
     new: Iterable[Entry],
@@ -359,25 +257,53 @@ def save(
     replace_unreadable: bool = False,
     append: bool = False,
     timeout: float = LOCK_TIMEOUT_S,
+    config: GateConfig | None = None,
+    keep_round: str | None = None,
+    root: Path | None = None,
 ) -> list[str]:
     """Write ``new`` to ``path``, keeping the file's other benchmarks; read, merge and write under
     the file's lock, so runs saving at the same time lose nothing. Returns notes for the user.
 
-    An unreadable file is replaced only with ``replace_unreadable`` (and said so in the notes).
+    An unreadable file is replaced only with ``replace_unreadable`` (and said so in the notes). With
+    ``append``, rounds that disagree beyond ``config.round_tolerance`` are refused unless kept for the
+    reason ``keep_round``. ``path`` must lie inside ``root`` (default: its folder's folder, the
+    baseline folder) also through symbolic links. Temporary files that a killed writer left are removed.
     """
     entries = list(new)
     if any(e.measurement.arch != arch for e in entries):
         others = sorted({e.measurement.arch for e in entries} - {arch})
         raise ValueError(f"cannot save measurements of {others} into the baseline of {arch} ({path})")
+    files.confined(path, path.parent.parent if root is None else root)
+    files.check_file(path)
     notes: list[str] = []
+    names = {e.fullname for e in entries}
     with locked(path, timeout):
+        stale = remove_stale_temps(path)
+        if stale:
+            notes.append(f"removed {len(stale)} temporary file(s) a killed writer left: {stale[0].name}, ...")
         if merge_existing and path.exists():
             try:
                 entries = merge(path, entries, arch, append=append)
             except BaselineError as exc:
-                if not (replace_unreadable and exc.replaceable):
+                if not exc.replaceable:
                     raise
-                notes.append(f"replaced an unreadable baseline, as --kernelgate-save asked: {exc}")
+                if not replace_unreadable:
+                    raise BaselineError(
+                        f"{exc} Nothing was saved: --kernelgate-save replaces an unreadable file (keeping "
+                        f"only the benchmarks of this run) only when asked: {REPLACE_CMD}",
+                        replaceable=True,
+                    ) from exc
+                notes.append(f"replaced an unreadable baseline, as {REPLACE_OPTION} asked: {exc}")
+            if append:
+                entries, kept = _checked_rounds(path, entries, names, config or GateConfig(), keep_round)
+                notes += kept
         doc = document(entries, arch, machine_info, commit_info, created, pytest_benchmark_version)
-        write_atomic(path, dumps(doc))
+        try:
+            write_atomic(path, dumps(doc))
+        except OSError as exc:
+            raise BaselineError(
+                f"{path}: could not be written ({type(exc).__name__}: {exc.strerror or exc}); the file is "
+                "as it was. Free space or fix the permissions, then run again.",
+                replaceable=False,
+            ) from exc
     return notes

@@ -42,8 +42,10 @@ def write(
             created=datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
             pytest_benchmark_version=metadata.version("pytest-benchmark"),
             merge_existing=merge,
-            replace_unreadable=True,
+            replace_unreadable=state.options.replace_unreadable,
             append=merge and state.options.append,
+            config=state.config,
+            keep_round=state.options.keep_round,
         )
     except baseline.BaselineError as exc:
         state.errors.append(f"NOT SAVED: {exc}")

@@ -34,6 +34,7 @@ from kernelgate.models.yolo import (
 )
 from kernelgate.plugin.session import MissingBaselineWarning, NotComparedWarning, State
 from kernelgate.report.terminal import failure_message
+from kernelgate.verdict import yardstick
 from kernelgate.verdict.compare import Comparison, compare
 
 if TYPE_CHECKING:
@@ -262,7 +263,7 @@ class KernelGate:
         prime: bool = True,
     ) -> ColdStart:
         """Time ``runs`` cold starts of the model, each in a fresh process, and gate every phase
-        against the baseline (:mod:`kernelgate.coldstart.verdict`); ``scenario`` is one of
+        against the baseline (:mod:`kernelgate.coldstart.gate`); ``scenario`` is one of
         :data:`kernelgate.coldstart.scenarios.SCENARIOS` (``empty``, ``warm``, ``ptx-jit``,
         ``ptx-jit-warm``)."""
 
@@ -295,7 +296,7 @@ class KernelGate:
         if found is None:
             return None
         entry, path = found
-        _check_baseline_entry(entry, shown(path), self.target)
+        _check_baseline_entry(entry, result, self.state, shown(path), self.target)
         comparison = compare(entry.measurement, result, self.state.config)
         screen = comparison.failed
         if self.state.config.confirm and not screen:  # suspect at a fraction of the thresholds too
@@ -366,16 +367,15 @@ class KernelGate:
         warnings.warn(message, MissingBaselineWarning, stacklevel=2)
 
 
-def _check_baseline_entry(entry: baseline.Entry, path: str, target: str) -> None:
-    """A baseline entry that was unreliable when recorded, or does not add up (edited by hand), is
-    not a yardstick: fail, naming the entry and the fix."""
-    problems = list(entry.measurement.unreliable_reasons) + integrity.check_record(entry.measurement)
+def _check_baseline_entry(
+    entry: baseline.Entry, result: measure.Measurement, state: State, path: str, target: str
+) -> None:
+    """A baseline entry that is no yardstick for ``result`` (:func:`yardstick.pair_problems`:
+    unreliable, edited by hand, rounds that disagree, implausible numbers) fails the benchmark,
+    naming the entry, the numbers and the fix."""
+    problems = yardstick.pair_problems(entry, result, state.config, other_gpu=state.options.allow_other_gpu)
     if problems:
-        pytest.fail(
-            f"kernelgate: the baseline of {entry.measurement.benchmark} in {path} cannot be trusted: "
-            f"{'; '.join(problems)}. Re-record it: {record_command(target)}",
-            pytrace=False,
-        )
+        pytest.fail(yardstick.refusal(result.benchmark, path, problems, target), pytrace=False)
 
 
 def _keys(baseline_dir: Path) -> list[str]:

@@ -54,6 +54,8 @@ def pytest_configure(config: pytest.Config) -> None:
         iterations=config.getoption("kernelgate_iterations"),
         out_dir=Path(config.getoption("kernelgate_out")).resolve(),
         append=bool(config.getoption("kernelgate_append")),
+        replace_unreadable=bool(config.getoption("kernelgate_replace_unreadable")),
+        keep_round=config.getoption("kernelgate_keep_round"),
         confirm_out=Path(config.getoption("kernelgate_confirm_out")).resolve()
         if config.getoption("kernelgate_confirm_out")
         else None,
@@ -66,6 +68,7 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError(
             "--kernelgate-append adds a round to a saved baseline: use it with --kernelgate-save"
         )
+    options.check_save(opts.save, opts.replace_unreadable, opts.keep_round)
     if opts.device != "cpu" and (hasattr(config, "workerinput") or config.getoption("dist", "no") != "no"):
         from kernelgate.plugin import workers  # pytest-xdist: a GPU per worker
 

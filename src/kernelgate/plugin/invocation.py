@@ -21,6 +21,7 @@ DROPPED_WITH_VALUE = frozenset(
         "-n", "--numprocesses", "--maxprocesses", "--dist", "-d", "--tx", "--rsyncdir",
         "--max-worker-restart",
         "--kernelgate-out", "--kernelgate-confirm-out", "--kernelgate-report-dir", "--kernelgate-history",
+        "--kernelgate-keep-round",
         "--benchmark-save", "--benchmark-json", "--benchmark-compare", "--benchmark-compare-fail",
         "--benchmark-histogram", "--benchmark-cprofile", "--benchmark-storage", "--basetemp",
         "--html", "--json-report-file", "--cov", "--cov-report", "--last-failed-no-failures", "--lfnf",
@@ -31,7 +32,8 @@ DROPPED_FLAGS = frozenset(
     {
         "--lf", "--last-failed", "--ff", "--failed-first", "--nf", "--new-first", "--sw", "--stepwise",
         "--sw-skip", "--stepwise-skip", "-x", "--exitfirst", "--pdb", "--trace", "--looponfail", "-f",
-        "--kernelgate-save", "--kernelgate-append", "--benchmark-autosave", "--benchmark-only",
+        "--kernelgate-save", "--kernelgate-append", "--kernelgate-replace-unreadable",
+        "--benchmark-autosave", "--benchmark-only",
         "--benchmark-skip", "--collect-only", "--co", "--setup-only", "--setup-plan", "--json-report",
         "-q", "--quiet", "-v", "--verbose", "-s", "--capture=no",
     }

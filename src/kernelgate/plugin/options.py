@@ -81,6 +81,25 @@ def slow_layer(text: str | None) -> tuple[str | None, int]:
     return name, int(runs or 1)
 
 
+def check_save(save: bool, replace_unreadable: bool, keep_round: str | None) -> None:
+    """The options that only shape a save come with ``--kernelgate-save``; a kept round says why."""
+    if replace_unreadable and not save:
+        raise pytest.UsageError(
+            "--kernelgate-replace-unreadable replaces an unreadable baseline when saving: use it with "
+            "--kernelgate-save"
+        )
+    if keep_round is not None and not save:
+        raise pytest.UsageError(
+            "--kernelgate-keep-round keeps a disagreeing round of a baseline being saved: use it with "
+            "--kernelgate-save --kernelgate-append"
+        )
+    if keep_round is not None and not keep_round.strip():
+        raise pytest.UsageError(
+            "--kernelgate-keep-round needs the reason the round differs, e.g. "
+            "--kernelgate-keep-round 'cuDNN picks another algorithm in one process of three'"
+        )
+
+
 def add(parser: pytest.Parser) -> None:
     """Add the kernelgate group of options (``pytest --help``)."""
     group = parser.getgroup("kernelgate", "kernelgate: per-layer CUDA kernel regression gate")
@@ -92,6 +111,18 @@ def add(parser: pytest.Parser) -> None:
         "--kernelgate-append",
         action="store_true",
         help="with --kernelgate-save: add this run as one more round to the baseline instead of replacing it",
+    )
+    add(
+        "--kernelgate-replace-unreadable",
+        action="store_true",
+        help="with --kernelgate-save: replace a baseline file that cannot be read (corrupt, another "
+        "architecture's) by the benchmarks of this run; refused without it",
+    )
+    add(
+        "--kernelgate-keep-round",
+        metavar="REASON",
+        help="with --kernelgate-save --kernelgate-append: keep a round that disagrees with the others "
+        "beyond round_tolerance, stating why (stored in the baseline entry)",
     )
     add(
         "--kernelgate-no-confirm",

@@ -39,6 +39,8 @@ class Options:
     iterations: int | None = None
     out_dir: Path = Path(".kernelgate")
     append: bool = False
+    replace_unreadable: bool = False  # --kernelgate-replace-unreadable
+    keep_round: str | None = None  # --kernelgate-keep-round REASON
     confirm_out: Path | None = None
     trust_pt: bool = False
     allow_other_gpu: bool = False
@@ -102,7 +104,8 @@ class State:
         if path not in self.baselines:
             from kernelgate.baseline.store import load
 
-            self.baselines[path] = load(path, arch) if path.exists() else {}
+            exists = path.exists() or path.is_symlink() or path.parent.is_symlink()
+            self.baselines[path] = load(path, arch, root=self.config.baseline_dir) if exists else {}
         return self.baselines[path]
 
 

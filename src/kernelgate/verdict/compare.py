@@ -6,7 +6,10 @@ A change is a regression only when all of these hold (:func:`noise_aware_rule`):
 2. and by more than the absolute floor (µs),
 3. the samples differ significantly (two-sided Mann-Whitney U, ``p < alpha``, scipy.stats),
 4. and the move is larger than the spread of the round medians (separate processes) of the
-   baseline and of the current measurement: what process-to-process noise alone explains.
+   baseline and of the current measurement: what process-to-process noise alone explains. The
+   spread is that of the majority of rounds (:func:`kernelgate.baseline.rounds.majority_spread`): one
+   outlier round must not become the noise that mutes the verdict. A baseline whose rounds disagree
+   beyond ``round_tolerance`` is no yardstick at all (:mod:`kernelgate.verdict.yardstick`).
 
 Over threshold and floor but failing 3 or 4 is AMBIGUOUS: reported, never failed. A layer whose
 kernel set changed (e.g. cuDNN picked another algorithm) and whose time did not clearly move is
@@ -21,6 +24,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
+from kernelgate.baseline.rounds import majority_spread
 from kernelgate.config import GateConfig, Policy, Scope, Threshold
 from kernelgate.measure.results import Dist, Measurement
 
@@ -63,11 +67,9 @@ def median_rule(baseline: Dist, current: Dist, threshold: Threshold) -> Judgemen
 
 
 def round_spread(dist: Dist, center: float) -> float:
-    """The largest distance of a round median from ``center``, in µs (0 for a single round)."""
-    medians = dist.round_medians
-    if len(medians) < 2:
-        return 0.0
-    return max(abs(m - center) for m in medians)
+    """The distance of the round medians from ``center`` that the majority of rounds stays within,
+    in µs (0 for a single round; with two rounds, the larger distance)."""
+    return majority_spread(dist, center)
 
 
 def mann_whitney_p(baseline: Dist, current: Dist) -> float | None:

@@ -1,0 +1,87 @@
+"""The text and the numbers of a baseline file, never trusted: JSON without duplicate keys or NaN,
+and samples whose written summaries (median, n, p10, p90) still agree with them."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+from kernelgate.baseline.errors import unusable
+from kernelgate.measure.results import Dist
+
+# Summaries are rounded to 0.001 µs when written; a hand edit moves them by far more.
+SUMMARY_TOLERANCE_US = 0.01
+
+
+class _Invalid(ValueError):
+    """A defect inside the JSON text, before the file's path is known to the message."""
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    seen: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in seen:
+            raise _Invalid(f"key {key!r} appears twice in one object (a bad merge or hand edit?)")
+        seen[key] = value
+    return seen
+
+
+def _no_constant(name: str) -> float:
+    raise _Invalid(f"{name} is not a number a baseline may hold")
+
+
+def parse(path: Path, text: str) -> Any:
+    """The JSON of ``text``, refusing duplicate keys and NaN / Infinity."""
+    if not text.strip():
+        raise unusable(path, "the file is empty")
+    try:
+        return json.loads(text, object_pairs_hook=_unique_keys, parse_constant=_no_constant)
+    except json.JSONDecodeError as exc:
+        raise unusable(path, f"not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})") from exc
+    except _Invalid as exc:
+        raise unusable(path, f"not a valid baseline: {exc}") from exc
+    except RecursionError as exc:
+        raise unusable(path, "not a valid baseline: nested too deeply") from exc
+
+
+def _dists(raw: Mapping[str, Any]) -> Iterator[tuple[str, Any]]:
+    for key in ("total_us", "busy_us", "wall_us"):
+        yield key, raw[key]
+    for group in ("layers", "kernels"):
+        items = raw[group]
+        if not isinstance(items, list):
+            raise TypeError(f"'{group}' is {type(items).__name__}, not a list")
+        for i, item in enumerate(items):
+            yield f"{group}[{i}].time_us", item["time_us"]
+
+
+def check_summaries(raw: Mapping[str, Any]) -> None:
+    """Samples are lists of finite, non-negative numbers, and the summaries written next to them
+    (median, n, p10, p90) still agree with them: a hand edit of a median alone is refused."""
+    for where, data in _dists(raw):
+        samples = data["samples"]
+        if not isinstance(samples, list) or not all(
+            isinstance(s, int | float) and not isinstance(s, bool) for s in samples
+        ):
+            raise ValueError(f"{where}.samples must be a list of numbers")
+        if not all(math.isfinite(s) and s >= 0 for s in samples):
+            raise ValueError(f"{where}.samples must be finite and 0 or more")
+        dist = Dist(tuple(float(s) for s in samples))
+        if "n" in data and data["n"] != dist.n:
+            raise ValueError(f"{where}: n = {data['n']!r} but there are {dist.n} samples (edited by hand?)")
+        for key, value in (
+            ("median", dist.median),
+            ("p10", dist.quantile(0.10)),
+            ("p90", dist.quantile(0.90)),
+        ):
+            if key not in data:
+                continue
+            stored = data[key]
+            if not isinstance(stored, int | float) or abs(float(stored) - value) > SUMMARY_TOLERANCE_US:
+                raise ValueError(
+                    f"{where}: {key} = {stored!r} but its samples give {value:.3f} "
+                    "(edited by hand? Edit the samples, not the summaries, or re-record)"
+                )
