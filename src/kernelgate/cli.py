@@ -10,7 +10,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from kernelgate import config
+from kernelgate import config, offline
 from kernelgate.baseline import store as baseline
 from kernelgate.coldstart import gate as coldgate
 from kernelgate.coldstart import phases as coldstart
@@ -19,10 +19,9 @@ from kernelgate.coldstart.child import SLOW_PHASE_VAR
 from kernelgate.coldstart.scenarios import SCENARIOS
 from kernelgate.machine import envdiff
 from kernelgate.machine.identity import detect_arch_key
-from kernelgate.measure import integrity
 from kernelgate.measure.results import Measurement
 from kernelgate.report.terminal import failure_message, layer_table
-from kernelgate.verdict.compare import compare
+from kernelgate.verdict import policy
 
 
 def _arch(args: argparse.Namespace) -> int:
@@ -39,34 +38,52 @@ def _compare(args: argparse.Namespace) -> int:
     except (baseline.BaselineError, config.ConfigError) as exc:
         print(f"kernelgate: {exc}", file=sys.stderr)
         return 2
-    failed = False
-    by_id = {e.measurement.benchmark: e for e in base.values()}
-    for fullname, entry in current.items():
-        # by pytest node id; else by benchmark id (the same suite run from another tree or folder)
-        match = base.get(fullname) or by_id.get(entry.measurement.benchmark)
-        if match is None:
-            print(f"{entry.measurement.benchmark}: no baseline entry in {args.baseline}")
-            continue
-        old, new = coldgate.record_of(match), coldgate.record_of(entry)
-        if old is not None and new is not None:
-            failed |= _gate_coldstart(old, new, gate, args.baseline)
-            continue
-        problems = _untrusted(match.measurement, entry.measurement)
-        if problems:
-            failed = True
-            print(f"{entry.measurement.benchmark}: not compared: {'; '.join(problems)}")
-            continue
-        comparison = compare(match.measurement, entry.measurement, gate)
-        types = {lay.name: lay.type for lay in entry.measurement.layers}
-        if args.all:
-            print(layer_table(comparison, types))
+    pairs = offline.judge(base, current, gate, args.baseline)
+    for pair in pairs:
+        _print_pair(pair, args)
+    decision = _decide(pairs, gate, args.baseline, args.current, len(base))
+    return decision.exit_code
+
+
+def _print_pair(pair: offline.Pair, args: argparse.Namespace) -> None:
+    """What ``kernelgate compare`` says about one benchmark of the current file."""
+    case, comparison = pair.case, pair.comparison
+    if pair.note:
+        print(f"{case.benchmark}: {pair.note}")
+    if comparison is None or pair.base is None or pair.current is None:
+        print(f"{case.benchmark}: not compared: {case.reason}" + (f"\n  fix: {case.fix}" if case.fix else ""))
+        return
+    if pair.cold is not None:
+        old, new = pair.cold
         if comparison.failed:
-            failed = True
-            changes = envdiff.changes(base[fullname].measurement.environment, entry.measurement.environment)
-            print(failure_message(comparison, types, args.baseline, changes))
+            changes = envdiff.changes(old.environment, new.environment)
+            print(coldgate.failure_message(comparison, old, new, args.baseline, changes))
         else:
-            print(f"{comparison.benchmark}: pass")
-    return 1 if failed else 0
+            print(coldgate.summary(comparison))
+        return
+    types = {lay.name: lay.type for lay in pair.current.measurement.layers}
+    if args.all:
+        print(layer_table(comparison, types))
+    if case.status is policy.Status.PASS:
+        print(f"{comparison.benchmark}: pass")
+    elif case.status is policy.Status.REGRESSION:
+        changes = envdiff.changes(pair.base.measurement.environment, pair.current.measurement.environment)
+        print(failure_message(comparison, types, args.baseline, changes))
+    else:
+        print(policy.describe(case))
+
+
+def _decide(
+    pairs: Sequence[offline.Pair], gate: config.GateConfig, base: str, current: str, base_count: int
+) -> policy.ExitDecision:
+    """The exit of ``compare`` and ``report``: :func:`kernelgate.verdict.policy.decide`, as a run's."""
+    empty = offline.nothing_compared(pairs, base, current, base_count)
+    decision = policy.decide([p.case for p in pairs], policy.ExitPolicy.of(gate), empty)
+    for line in decision.warnings:
+        print(f"warning: {line}")
+    if empty is not None and decision.failed:
+        print(empty, file=sys.stderr)
+    return decision
 
 
 def _record(args: argparse.Namespace) -> int:
@@ -87,18 +104,6 @@ def _ab(args: argparse.Namespace) -> int:
     return _compare(
         argparse.Namespace(baseline=str(base), current=str(head), config=args.config, all=args.all)
     )
-
-
-def _untrusted(base: Measurement, current: Measurement) -> list[str]:
-    """Why this pair cannot be compared: another architecture, or a record that cannot be trusted."""
-    problems = []
-    if base.arch != current.arch:
-        problems.append(f"the baseline is of {base.arch}, the current result of {current.arch}")
-    for label, m in (("baseline", base), ("current result", current)):
-        reasons = list(m.unreliable_reasons) + integrity.check_record(m)
-        if reasons:
-            problems.append(f"the {label} is unreliable ({'; '.join(reasons)})")
-    return problems
 
 
 def _gate_coldstart(
@@ -195,6 +200,7 @@ def _pair(text: str) -> tuple[str, str]:
 
 def _report(args: argparse.Namespace) -> int:
     from kernelgate.report import publish, trace_store
+    from kernelgate.report.sections import RunOutcome
 
     gate, _ = config.load_pyproject(Path(args.config))
     base_path, current_path = Path(args.baseline), Path(args.current)
@@ -205,31 +211,35 @@ def _report(args: argparse.Namespace) -> int:
         print(f"kernelgate: {exc}", file=sys.stderr)
         return 2
     history, notes = publish.load_history(Path(args.history) if args.history else None, current)
+    pairs = offline.judge(base, current, gate, args.baseline)
     items = []
-    for fullname, entry in current.items():
-        m = entry.measurement
-        if fullname not in base:
-            notes.append(f"{m.benchmark}: no baseline entry in {args.baseline}")
+    for pair in pairs:
+        notes += [f"{pair.case.benchmark}: {pair.note}"] if pair.note else []
+        if pair.comparison is None or pair.cold is not None or pair.base is None or pair.current is None:
             continue
+        fullname, m = pair.current.fullname, pair.current.measurement
         items.append(
             publish.Item(
-                compare(base[fullname].measurement, m, gate),
-                base[fullname].measurement,
+                pair.comparison,
+                pair.base.measurement,
                 m,
                 tuple(history.get(fullname, ())),
                 trace_store.beside(base_path, m.benchmark),
                 trace_store.current_trace(Path(args.traces), fullname) if args.traces else None,
             )
         )
-    if not items:
-        print(
-            f"kernelgate: no benchmark of {args.current} has a baseline in {args.baseline}", file=sys.stderr
-        )
-        return 2
-    published = publish.publish(items, Path(args.out), redact=args.redact)
+    decision = _decide(pairs, gate, args.baseline, args.current, len(base))
+    run = RunOutcome(
+        decision,
+        tuple(p.case for p in pairs if p.comparison is None),
+        tuple(p.comparison for p in pairs if p.cold is not None and p.comparison is not None),
+    )
+    published = publish.publish(items, Path(args.out), redact=args.redact, run=run)
     for line in [*published.lines(), *notes]:
         print(line)
-    return 1 if published.failed else 0
+    for case in run.not_compared:
+        print(policy.describe(case))
+    return decision.exit_code
 
 
 def _merge(argv: Sequence[str]) -> int:

@@ -78,13 +78,18 @@ def _fails_alone(
                 f"pytest -k '{self.node_name}'",
                 pytrace=False,
             )
+        before = self.state.outcomes()
         try:
             return method(self, *args, **kwargs)
+        except pytest.fail.Exception as exc:
+            self._failed_before_comparing(before, exc)
+            raise
         except Exception as exc:
             import torch
 
             broken = faults.note(torch, exc, self.node_name)
             self.state.cuda_broken = self.state.cuda_broken or broken
+            self._failed_before_comparing(before, exc)
             raise
 
     return run
@@ -99,6 +104,14 @@ class KernelGate:
         self.node = node
         self.node_name = node.name
         self.device = pick_device(state.options.device)
+
+    def _failed_before_comparing(self, before: int, exc: BaseException) -> None:
+        """A benchmark that raised before it had an outcome (compared, suspected, no baseline,
+        unreliable) is a case of its own: the run fails on it even where the test catches the
+        exception or is marked xfail (:mod:`kernelgate.verdict.policy`)."""
+        if self.state.outcomes() == before:
+            text = str(getattr(exc, "msg", None) or exc).strip().splitlines()
+            self.state.failed.append((self.node.nodeid, f"{type(exc).__name__}: {text[0] if text else ''}"))
 
     def yolo(
         self,

@@ -289,6 +289,7 @@ def judge_session(config: pytest.Config, state: State) -> None:
     from kernelgate.baseline.names import shown
     from kernelgate.baseline.store import path_for
     from kernelgate.machine.envdiff import changes
+    from kernelgate.offline import Judged, digest
     from kernelgate.report.terminal import failure_message
 
     reporter = config.pluginmanager.get_plugin("terminalreporter")
@@ -311,6 +312,11 @@ def judge_session(config: pytest.Config, state: State) -> None:
         state.decisions.append(decision)
         merged = samehost.merged(suspect.screen, decision)
         state.comparisons.append(merged)
+        state.judged.append(
+            Judged(
+                merged.benchmark, digest(suspect.baseline), decision.outcome.value, decision.reason, merged
+            )
+        )
         log(f"kernelgate: {suspect.screen.benchmark}: {decision.outcome.value}: {decision.reason}")
         if not merged.failed:
             continue

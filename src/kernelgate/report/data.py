@@ -39,11 +39,12 @@ def _benchmark(d: diff.BenchmarkDiff) -> dict[str, Any]:
     }
 
 
-def render(diffs: Sequence[diff.BenchmarkDiff]) -> str:
+def render(diffs: Sequence[diff.BenchmarkDiff], failed: bool | None = None) -> str:
+    """``failed``: the run's decision (default: whether a diff failed)."""
     document = {
         KEY: {"schema_version": SCHEMA_VERSION},
         "arch": sorted({d.arch for d in diffs}),
-        "failed": any(d.failed for d in diffs),
+        "failed": any(d.failed for d in diffs) if failed is None else failed,
         "benchmarks": [_benchmark(d) for d in diffs],
     }
     return json.dumps(document, ensure_ascii=False) + "\n"

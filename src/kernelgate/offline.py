@@ -1,0 +1,220 @@
+"""Result files judged after the run: what ``kernelgate compare`` and ``kernelgate report`` decide
+from a baseline file and a results file, and what the pytest plugin writes into the results file
+so that they decide as the run did.
+
+Pairing: a benchmark of the current file is matched with the baseline entry of the same pytest
+node id, else of the same benchmark id (the same suite run from another folder). A pair is
+compared only when both records can be trusted and are of one architecture; a cold start is
+compared phase by phase. Every benchmark of the current file ends as a
+:class:`~kernelgate.verdict.policy.Case`, and :func:`kernelgate.verdict.policy.decide` gives the exit.
+
+The same-host judge's decisions cannot be made again from two files (its base and head rounds
+ran on the runner). The plugin stores each one in the results file, under
+``extra_info.kernelgate_judge`` of its benchmark (:func:`with_judgements`): the comparison with the
+judge's verdicts and a digest of the baseline record it was judged against. Offline, a pair whose
+baseline record has that digest takes the recorded comparison; against another baseline the
+benchmark is compared afresh, and a note says so.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from kernelgate.baseline.store import Entry
+from kernelgate.coldstart import gate as coldgate
+from kernelgate.coldstart.phases import ColdStart
+from kernelgate.config import GateConfig
+from kernelgate.measure import integrity
+from kernelgate.measure.results import Measurement
+from kernelgate.verdict.compare import Comparison, compare
+from kernelgate.verdict.policy import Case, Status, rerecord
+
+JUDGE_KEY = "kernelgate_judge"
+
+
+def digest(record: Mapping[str, Any]) -> str:
+    """A digest of a baseline record (a Measurement's or ColdStart's JSON)."""
+    text = json.dumps(record, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+@dataclass(frozen=True)
+class Judged:
+    """A same-host judge's decision on one benchmark, as the results file keeps it."""
+
+    benchmark: str
+    baseline_digest: str
+    outcome: str
+    reason: str
+    comparison: Comparison
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "benchmark": self.benchmark,
+            "baseline_digest": self.baseline_digest,
+            "outcome": self.outcome,
+            "reason": self.reason,
+            "comparison": self.comparison.to_json(),
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Judged:
+        return cls(
+            str(data["benchmark"]),
+            str(data["baseline_digest"]),
+            str(data["outcome"]),
+            str(data["reason"]),
+            Comparison.from_json(data["comparison"]),
+        )
+
+
+def with_judgements(entries: Sequence[Entry], judged: Sequence[Judged]) -> list[Entry]:
+    """``entries`` with each judged benchmark's decision in ``extra_info.kernelgate_judge``."""
+    by_id = {j.benchmark: j for j in judged}
+    out = []
+    for entry in entries:
+        found = by_id.get(entry.measurement.benchmark)
+        if found is not None:
+            extra = dict(entry.benchmark.get("extra_info") or {})
+            extra[JUDGE_KEY] = found.to_json()
+            entry = dataclasses.replace(entry, benchmark={**entry.benchmark, "extra_info": extra})
+        out.append(entry)
+    return out
+
+
+def judgement_of(entry: Entry) -> Judged | None:
+    extra = entry.benchmark.get("extra_info") or {}
+    data = extra.get(JUDGE_KEY) if isinstance(extra, Mapping) else None
+    if not isinstance(data, Mapping):
+        return None
+    try:
+        return Judged.from_json(data)
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
+@dataclass(frozen=True)
+class Pair:
+    """One benchmark of the current file and what became of it."""
+
+    case: Case
+    comparison: Comparison | None = None  # None: not compared (``case`` says why)
+    base: Entry | None = None
+    current: Entry | None = None
+    cold: tuple[ColdStart, ColdStart] | None = None  # a cold start: its baseline and current records
+    note: str = ""  # where the verdicts come from, when not from comparing the two files here
+
+
+def untrusted(base: Measurement, current: Measurement) -> list[str]:
+    """Why this pair cannot be compared: another architecture, or a record that cannot be trusted."""
+    problems = []
+    if base.arch != current.arch:
+        problems.append(f"the baseline is of {base.arch}, the current result of {current.arch}")
+    for label, m in (("baseline", base), ("current result", current)):
+        reasons = list(m.unreliable_reasons) + integrity.check_record(m)
+        if reasons:
+            problems.append(f"the {label} is unreliable ({'; '.join(reasons)})")
+    return problems
+
+
+def _fix(base: Measurement, current: Measurement) -> str:
+    """The command for a pair that cannot be compared: the baseline of the right architecture, a
+    new measurement, or a re-recorded baseline."""
+    if base.arch != current.arch:
+        return f"kernelgate compare baselines/{current.arch}/0001_kernelgate.json <current file>"
+    if current.unreliable_reasons or integrity.check_record(current):
+        return f"pytest benchmarks -k '{current.benchmark}' (measure it again)"
+    return rerecord(current.benchmark)
+
+
+def _recorded(base: Entry, current: Entry) -> tuple[Comparison | None, str]:
+    """The run's same-host verdicts of ``current`` against ``base``, where it recorded them."""
+    judged = judgement_of(current)
+    if judged is None:
+        return None, ""
+    cold = coldgate.record_of(base)
+    record = cold.to_json() if cold is not None else base.measurement.to_json()
+    if judged.baseline_digest != digest(record):
+        return None, (
+            "the run's same-host verdict was against another baseline record, so this pair was "
+            "compared afresh"
+        )
+    return judged.comparison, f"verdicts of the run's same-host judge: {judged.outcome}: {judged.reason}"
+
+
+def judge(
+    base: Mapping[str, Entry], current: Mapping[str, Entry], gate: GateConfig, where: str
+) -> list[Pair]:
+    """Every benchmark of ``current`` against its entry in ``base`` (a file at ``where``)."""
+    by_id = {e.measurement.benchmark: e for e in base.values()}
+    pairs = []
+    for fullname, entry in current.items():
+        m = entry.measurement
+        match = base.get(fullname) or by_id.get(m.benchmark)
+        if match is None:
+            why = f"no baseline entry in {where}"
+            pairs.append(
+                Pair(Case(m.benchmark, Status.NO_BASELINE, why, rerecord(m.benchmark)), current=entry)
+            )
+            continue
+        old, new = coldgate.record_of(match), coldgate.record_of(entry)
+        if (old is None) != (new is None):
+            why = "one of the two is a cold start, the other a kernel benchmark"
+            pairs.append(
+                Pair(Case(m.benchmark, Status.NOT_COMPARED, why, rerecord(m.benchmark)), None, match, entry)
+            )
+            continue
+        recorded, note = _recorded(match, entry)
+        if old is not None and new is not None:
+            pairs.append(_cold(match, entry, old, new, gate, recorded, note))
+            continue
+        problems = untrusted(match.measurement, m)
+        if problems:
+            status = Status.UNRELIABLE if m.unreliable_reasons else Status.NOT_COMPARED
+            case = Case(m.benchmark, status, "; ".join(problems), _fix(match.measurement, m))
+            pairs.append(Pair(case, None, match, entry))
+            continue
+        comparison = recorded or compare(match.measurement, m, gate)
+        pairs.append(Pair(Case.of(comparison), comparison, match, entry, note=note))
+    return pairs
+
+
+def _cold(
+    base: Entry,
+    current: Entry,
+    old: ColdStart,
+    new: ColdStart,
+    gate: GateConfig,
+    recorded: Comparison | None,
+    note: str,
+) -> Pair:
+    if new.error and not old.error:
+        why = f"cold start {new.id} failed {new.error} (the baseline's runs completed)"
+        return Pair(Case(new.id, Status.NOT_COMPARED, why), None, base, current, (old, new))
+    if old.error or new.error:
+        why = f"baseline {old.error or 'ok'}; now {new.error or 'ok'}"
+        return Pair(Case(new.id, Status.NOT_COMPARED, why, rerecord(new.id)), None, base, current, (old, new))
+    comparison = recorded or coldgate.compare(old, new, gate)
+    return Pair(Case.of(comparison), comparison, base, current, (old, new), note)
+
+
+def nothing_compared(pairs: Sequence[Pair], base_path: str, current_path: str, base_count: int) -> str | None:
+    """Why two files compared nothing (None when a pair was compared), naming the files, the counts
+    and the command that records a baseline."""
+    if any(p.comparison is not None for p in pairs):
+        return None
+    counts: dict[str, int] = {}
+    for p in pairs:
+        counts[p.case.status.value] = counts.get(p.case.status.value, 0) + 1
+    listed = ", ".join(f"{n} {what}" for what, n in counts.items()) or "it has none"
+    return (
+        f"kernelgate: nothing was compared: {len(pairs)} benchmark(s) in {current_path} ({listed}), "
+        f"{base_count} in {base_path}. A comparison of nothing checked nothing. Record a baseline on the "
+        f"machine that ran {current_path}: pytest benchmarks --kernelgate-save, and commit the "
+        "baselines/<arch>/ folder it names."
+    )
