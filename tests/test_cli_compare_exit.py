@@ -166,6 +166,8 @@ def test_report_of_a_file_without_baseline_says_not_compared_and_exits_1(
     code = cli.main(["report", str(empty), str(SLOWED), "--out", str(tmp_path / "r"), "--config", NO_CONFIG])
     assert code == 1
     text = (tmp_path / "r" / "report.md").read_text()
-    assert "### ❌ kernelgate: no benchmark compared; 1 not compared: yolov8n-fp16-bs1-640 (no baseline)" in text
+    assert (
+        "### ❌ kernelgate: no benchmark compared; 1 not compared: yolov8n-fp16-bs1-640 (no baseline)" in text
+    )
     assert "| benchmark | why | command to fix |" in text
     assert "`pytest benchmarks --kernelgate-save -k 'yolov8n-fp16-bs1-640'`" in text

@@ -121,10 +121,7 @@ def unsettled(comparisons: Sequence[Comparison]) -> list[tuple[Comparison, Delta
     """The total, layers and phases whose verdict is ambiguous or inconclusive, failing or not
     (kernels are shown with their layer)."""
     return [
-        (c, d)
-        for c in comparisons
-        for d in c.deltas
-        if d.verdict in UNSETTLED and d.scope.value != "kernel"
+        (c, d) for c in comparisons for d in c.deltas if d.verdict in UNSETTLED and d.scope.value != "kernel"
     ]
 
 

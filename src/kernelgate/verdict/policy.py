@@ -19,7 +19,7 @@ import enum
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from kernelgate.config import GateConfig, MissingBaseline, Policy
+from kernelgate.config import GateConfig, MissingBaseline, Policy, Scope
 from kernelgate.verdict.compare import Comparison, Verdict
 
 
@@ -48,6 +48,8 @@ class Case:
         """The case of a comparison: a regression where a failing verdict is not a doubt, else
         inconclusive where a verdict is, else a pass."""
         hard = [d for d in comparison.failures if d.verdict is not Verdict.INCONCLUSIVE]
+        figures = [d for d in hard if d.scope is not Scope.KERNEL]  # the kernels below them
+        hard = figures or hard
         doubts = [d for d in comparison.deltas if d.verdict is Verdict.INCONCLUSIVE]
         if hard:
             names = ", ".join(f"{d.name} {d.verdict.value}" for d in hard[:5])
