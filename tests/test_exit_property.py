@@ -63,7 +63,9 @@ def gate(kernelgate, outcome, name):
 
 TEMPLATES = {
     "plain": "def test_{i}(kernelgate):\n    gate(kernelgate, {o!r}, 'b{i}')\n",
-    "xfail": "@pytest.mark.xfail(reason='known')\ndef test_{i}(kernelgate):\n    gate(kernelgate, {o!r}, 'b{i}')\n",
+    "xfail": (
+        "@pytest.mark.xfail(reason='known')\ndef test_{i}(kernelgate):\n    gate(kernelgate, {o!r}, 'b{i}')\n"
+    ),
     "catch": (
         "def test_{i}(kernelgate):\n    try:\n        gate(kernelgate, {o!r}, 'b{i}')\n"
         "    except pytest.fail.Exception:\n        pass\n"
@@ -76,7 +78,9 @@ TEMPLATES = {
         "@pytest.mark.xfail(raises=RuntimeError)\ndef test_{i}(kernelgate):\n"
         "    gate(kernelgate, {o!r}, 'b{i}')\n    raise RuntimeError('after the gate')\n"
     ),
-    "skip_before": "def test_{i}(kernelgate):\n    pytest.skip('before the gate')\n    gate(kernelgate, {o!r}, 'b{i}')\n",
+    "skip_before": (
+        "def test_{i}(kernelgate):\n    pytest.skip('before the gate')\n    gate(kernelgate, {o!r}, 'b{i}')\n"
+    ),
 }
 
 Case = tuple[str, str]  # (outcome, wrapper)
