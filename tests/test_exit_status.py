@@ -90,3 +90,67 @@ def test_crash(kernelgate):
     result.stdout.fnmatch_lines(
         ["FAILED test_suite.py::test_crash: not compared: RuntimeError: CUDA error: an illegal*"]
     )
+
+
+TWO = """
+import torch
+from kernelgate.models.layers import Layers
+
+LAYERS = Layers({"0": "Conv2d", "1": "ReLU", "2": "Conv2d"})
+
+
+def net():
+    torch.manual_seed(0)
+    return torch.nn.Sequential(torch.nn.Conv2d(3, 16, 3), torch.nn.ReLU(), torch.nn.Conv2d(16, 16, 3)).eval()
+
+
+def test_a(kernelgate):
+    kernelgate.module(net(), torch.rand(1, 3, 48, 48), LAYERS, name="tiny-a")
+
+
+def test_b(kernelgate):
+    kernelgate.module(net(), torch.rand(1, 3, 40, 40), LAYERS, name="tiny-b")
+"""
+
+WIDE = """
+[tool.kernelgate]
+layer_threshold = "1000%"
+kernel_threshold = "1000%"
+total_threshold = "1000%"
+floor_us = 100000.0
+kernel_floor_us = 100000.0
+confirm = false
+"""
+
+
+def test_one_run_one_answer_when_a_configuration_has_no_baseline(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """pytest's exit, report.md's headline, the terminal and ``kernelgate report`` on the same two
+    files agree: tiny-a passes, tiny-b has no baseline, so the run fails, and each says why."""
+    from kernelgate.cli import main
+
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    pytester.makepyprojecttoml(WIDE)
+    pytester.makepyfile(test_suite=TWO)
+    pytester.runpytest_subprocess(*ARGS, "--kernelgate-save", "-k", "test_a").assert_outcomes(passed=1)
+
+    result = pytester.runpytest_subprocess(*ARGS)
+    result.assert_outcomes(passed=1, failed=1)
+    assert result.ret == 1
+    result.stdout.fnmatch_lines(["FAILED tiny-b: no baseline: no baseline in *; fix: pytest benchmarks*"])
+    markdown = (pytester.path / ".kernelgate" / "report" / "report.md").read_text()
+    headline = markdown.splitlines()[1]
+    assert headline.startswith("### ❌ kernelgate: no regression in 1 benchmark(s) on cpu-")
+    assert headline.endswith("; 1 not compared: tiny-b (no baseline)")
+    assert "| tiny-b | no baseline: no baseline in " in markdown
+    assert "`pytest benchmarks --kernelgate-save -k 'tiny-b'`" in markdown
+
+    (base,) = pytester.path.glob("baselines/cpu-*/0001_kernelgate.json")
+    (current,) = pytester.path.glob(".kernelgate/results/cpu-*/0001_kernelgate.json")
+    out = pytester.path / "offline"
+    config = str(pytester.path / "pyproject.toml")
+    assert main(["report", str(base), str(current), "--out", str(out), "--config", config]) == 1
+    offline = (out / "report.md").read_text()
+    assert offline.splitlines()[1] == headline
+    assert "tiny-b: no baseline: no baseline entry in" in capsys.readouterr().out

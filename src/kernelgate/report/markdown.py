@@ -347,7 +347,7 @@ def body(diffs: Sequence[BenchmarkDiff], compact: bool = False, run: RunOutcome 
     section per failing benchmark, the benchmarks not compared, the figures not settled, the cold
     starts and the table of passing benchmarks."""
     line = verdict_line(diffs) if diffs else "kernelgate: no benchmark compared"
-    lines = [f"### {sections.mark(diffs, run)} {line}{sections.headline_suffix(run)}", ""]
+    lines = [f"### {sections.mark(diffs, run)} {line}{sections.headline_suffix(diffs, run)}", ""]
     lines += sections.reasons(diffs, run)
     for diff in diffs:
         if diff.failed:

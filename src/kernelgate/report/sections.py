@@ -44,13 +44,18 @@ def mark(diffs: Sequence[BenchmarkDiff], run: RunOutcome | None) -> str:
     return "❌" if any(d.failed for d in diffs) else "✅"
 
 
-def headline_suffix(run: RunOutcome | None) -> str:
-    """What the verdict line adds about the benchmarks not compared."""
+def headline_suffix(diffs: Sequence[BenchmarkDiff], run: RunOutcome | None) -> str:
+    """What the verdict line adds: the ambiguous figures (inconclusive ones it names itself) and
+    the benchmarks not compared."""
+    text = ""
+    ambiguous = [d for c, d in unsettled([d.comparison for d in diffs]) if d.verdict is Verdict.AMBIGUOUS]
+    if ambiguous:
+        text += f"; {len(ambiguous)} ambiguous figure(s), not settled (see below)"
     if run is None or not run.not_compared:
-        return ""
+        return text
     named = ", ".join(f"{c.benchmark} ({c.status.value})" for c in run.not_compared[:3])
     more = ", …" if len(run.not_compared) > 3 else ""
-    return f"; {len(run.not_compared)} not compared: {named}{more}"
+    return text + f"; {len(run.not_compared)} not compared: {named}{more}"
 
 
 def reasons(diffs: Sequence[BenchmarkDiff], run: RunOutcome | None) -> list[str]:
