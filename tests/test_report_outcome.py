@@ -97,3 +97,22 @@ def test_cold_starts_have_a_table_of_their_phases(tmp_path: Path) -> None:
         "| yolov8n-fp16-bs1-640-warm | import\\_torch | 1.90 s | 1.95 s | +2.6 % | 25 % / 250 ms "
         "| unchanged |" in text
     )
+
+
+def test_report_of_a_run_with_every_outcome_golden(tmp_path: Path) -> None:
+    """A passing benchmark with an ambiguous layer, one without a baseline, one that crashed, and
+    a regressed cold start: the headline, why the run fails, and the three tables."""
+    from real_data import GOLDEN, check_golden
+
+    item = passing_item()
+    missing = policy.Case("yolo11n-fp16-bs1-640", policy.Status.NO_BASELINE, "no baseline in baselines/x",
+                          policy.rerecord("yolo11n-fp16-bs1-640"))  # fmt: skip
+    node = "benchmarks/test_yolo.py::TestGraph::test_yolo[yolov8n-graph]"
+    crashed = policy.Case(
+        node, policy.Status.NOT_COMPARED, "RuntimeError: CUDA error: out of memory", f"pytest '{node}'"
+    )
+    cases = [policy.Case.of(item.comparison), missing, crashed, policy.Case.of(COLD)]
+    run = RunOutcome(policy.decide(cases, policy.ExitPolicy()), (missing, crashed), (COLD,))
+    publish.publish([item], tmp_path, run=run)
+    text = (tmp_path / "report.md").read_text()
+    check_golden(GOLDEN / "report_outcome.md", text.split("<details>")[0])

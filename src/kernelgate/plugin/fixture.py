@@ -277,7 +277,12 @@ class KernelGate:
 
         iterations = 50 if self.device.startswith("cuda") else 20  # forwards after the first
         spec = ChildSpec(model, precision, batch, imgsz, self.device, iterations)
-        return coldstart.run(self, spec, scenario, runs, prime)
+        before = self.state.outcomes()
+        try:
+            return coldstart.run(self, spec, scenario, runs, prime)
+        except (pytest.fail.Exception, Exception) as exc:
+            self._failed_before_comparing(before, exc)
+            raise
 
     def _keep(self, result: measure.Measurement, stats: Any) -> None:
         if stats is None:

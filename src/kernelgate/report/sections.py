@@ -6,14 +6,14 @@ cold starts, and the layers whose verdict is not settled (ambiguous or inconclus
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from kernelgate.report import labels
 from kernelgate.report.labels import pct
 from kernelgate.verdict.compare import Comparison, Delta, Verdict
 from kernelgate.verdict.diff import BenchmarkDiff
-from kernelgate.verdict.policy import Case, ExitDecision
+from kernelgate.verdict.policy import Case, ExitDecision, Status
 
 UNSETTLED = frozenset({Verdict.AMBIGUOUS, Verdict.INCONCLUSIVE})
 
@@ -45,17 +45,29 @@ def mark(diffs: Sequence[BenchmarkDiff], run: RunOutcome | None) -> str:
 
 
 def headline_suffix(diffs: Sequence[BenchmarkDiff], run: RunOutcome | None) -> str:
-    """What the verdict line adds: the ambiguous figures (inconclusive ones it names itself) and
-    the benchmarks not compared."""
+    """What the verdict line adds: the ambiguous figures (inconclusive ones it names itself), the
+    cold starts that failed and the benchmarks not compared."""
     text = ""
     ambiguous = [d for c, d in unsettled([d.comparison for d in diffs]) if d.verdict is Verdict.AMBIGUOUS]
     if ambiguous:
         text += f"; {len(ambiguous)} ambiguous figure(s), not settled (see below)"
-    if run is None or not run.not_compared:
+    if run is None:
         return text
-    named = ", ".join(f"{c.benchmark} ({c.status.value})" for c in run.not_compared[:3])
-    more = ", …" if len(run.not_compared) > 3 else ""
-    return text + f"; {len(run.not_compared)} not compared: {named}{more}"
+    cold = [c for c in run.coldstarts if c.failed]
+    if cold:
+        text += f"; {len(cold)} cold start(s) failed: {_first(c.benchmark for c in cold)}"
+    if run.not_compared:
+        named = (
+            c.benchmark + ("" if c.status is Status.NOT_COMPARED else f" ({c.status.value})")
+            for c in run.not_compared
+        )
+        text += f"; {len(run.not_compared)} not compared: {_first(named)}"
+    return text
+
+
+def _first(names: Iterable[str], n: int = 3) -> str:
+    listed = list(names)
+    return ", ".join(_escape(name) for name in listed[:n]) + (", …" if len(listed) > n else "")
 
 
 def reasons(diffs: Sequence[BenchmarkDiff], run: RunOutcome | None) -> list[str]:
