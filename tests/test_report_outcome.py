@@ -116,3 +116,29 @@ def test_report_of_a_run_with_every_outcome_golden(tmp_path: Path) -> None:
     publish.publish([item], tmp_path, run=run)
     text = (tmp_path / "report.md").read_text()
     check_golden(GOLDEN / "report_outcome.md", text.split("<details>")[0])
+
+
+def test_a_runner_that_failed_on_a_benchmark_not_compared_fails_the_merged_report(tmp_path: Path) -> None:
+    """The merged PR comment agrees with each runner's exit: a runner whose compared benchmarks
+    passed but which had a configuration without a baseline, and one that compared nothing."""
+    from kernelgate.report import merge
+
+    missing = policy.Case("yolo11n-fp16-bs1-640", policy.Status.NO_BASELINE, "no baseline in baselines/x",
+                          policy.rerecord("yolo11n-fp16-bs1-640"))  # fmt: skip
+    item = passing_item()
+    decision = policy.decide([policy.Case.of(item.comparison), missing], policy.ExitPolicy())
+    publish.publish([item], tmp_path / "h200", run=RunOutcome(decision, (missing,), (), item.comparison.arch))
+    empty = policy.decide(
+        [missing], policy.ExitPolicy(), "kernelgate: nothing was compared: 1 gate benchmark"
+    )
+    publish.publish([], tmp_path / "a100", run=RunOutcome(empty, (missing,), (), "sm80-nvidia-a100"))
+
+    merged = merge.merge([tmp_path / "h200", tmp_path / "a100"], tmp_path / "merged")
+    assert merged.failed
+    text = (tmp_path / "merged" / "report.md").read_text()
+    headline = text.splitlines()[1]
+    assert headline.startswith("### ❌ kernelgate: failed on 2 of 2 architecture(s): ")
+    assert "sm90-nvidia-h200 (0 of 1 benchmarks; 1 more reason(s) its run failed)" in headline
+    assert "sm80-nvidia-a100 (0 of 0 benchmarks; 2 more reason(s) its run failed)" in headline
+    assert "- yolo11n-fp16-bs1-640: no baseline: no baseline in baselines/x; fix: " in text
+    assert "- kernelgate: nothing was compared: 1 gate benchmark" in text

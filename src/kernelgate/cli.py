@@ -20,7 +20,6 @@ from kernelgate.coldstart.scenarios import SCENARIOS
 from kernelgate.machine import envdiff
 from kernelgate.machine.identity import detect_arch_key
 from kernelgate.measure.results import Measurement
-from kernelgate.report.terminal import failure_message, layer_table
 from kernelgate.verdict import policy
 
 
@@ -40,45 +39,15 @@ def _compare(args: argparse.Namespace) -> int:
         return 2
     pairs = offline.judge(base, current, gate, args.baseline)
     for pair in pairs:
-        _print_pair(pair, args)
-    decision = _decide(pairs, gate, args.baseline, args.current, len(base))
-    return decision.exit_code
-
-
-def _print_pair(pair: offline.Pair, args: argparse.Namespace) -> None:
-    """What ``kernelgate compare`` says about one benchmark of the current file."""
-    case, comparison = pair.case, pair.comparison
-    if pair.note:
-        print(f"{case.benchmark}: {pair.note}")
-    if comparison is None or pair.base is None or pair.current is None:
-        print(f"{case.benchmark}: not compared: {case.reason}" + (f"\n  fix: {case.fix}" if case.fix else ""))
-        return
-    if pair.cold is not None:
-        old, new = pair.cold
-        if comparison.failed:
-            changes = envdiff.changes(old.environment, new.environment)
-            print(coldgate.failure_message(comparison, old, new, args.baseline, changes))
-        else:
-            print(coldgate.summary(comparison))
-        return
-    types = {lay.name: lay.type for lay in pair.current.measurement.layers}
-    if args.all:
-        print(layer_table(comparison, types))
-    if case.status is policy.Status.PASS:
-        print(f"{comparison.benchmark}: pass")
-    elif case.status is policy.Status.REGRESSION:
-        changes = envdiff.changes(pair.base.measurement.environment, pair.current.measurement.environment)
-        print(failure_message(comparison, types, args.baseline, changes))
-    else:
-        print(policy.describe(case))
+        print("\n".join(offline.lines(pair, args.baseline, args.all)))
+    return _decide(pairs, gate, args, len(base)).exit_code
 
 
 def _decide(
-    pairs: Sequence[offline.Pair], gate: config.GateConfig, base: str, current: str, base_count: int
+    pairs: Sequence[offline.Pair], gate: config.GateConfig, args: argparse.Namespace, base_count: int
 ) -> policy.ExitDecision:
     """The exit of ``compare`` and ``report``: :func:`kernelgate.verdict.policy.decide`, as a run's."""
-    empty = offline.nothing_compared(pairs, base, current, base_count)
-    decision = policy.decide([p.case for p in pairs], policy.ExitPolicy.of(gate), empty)
+    decision, empty = offline.decide(pairs, gate, args.baseline, args.current, base_count)
     for line in decision.warnings:
         print(f"warning: {line}")
     if empty is not None and decision.failed:
@@ -228,11 +197,12 @@ def _report(args: argparse.Namespace) -> int:
                 trace_store.current_trace(Path(args.traces), fullname) if args.traces else None,
             )
         )
-    decision = _decide(pairs, gate, args.baseline, args.current, len(base))
+    decision = _decide(pairs, gate, args, len(base))
     run = RunOutcome(
         decision,
         tuple(p.case for p in pairs if p.comparison is None),
         tuple(p.comparison for p in pairs if p.cold is not None and p.comparison is not None),
+        next((e.measurement.arch for e in current.values()), ""),
     )
     published = publish.publish(items, Path(args.out), redact=args.redact, run=run)
     for line in [*published.lines(), *notes]:

@@ -29,10 +29,13 @@ from kernelgate.baseline.store import Entry
 from kernelgate.coldstart import gate as coldgate
 from kernelgate.coldstart.phases import ColdStart
 from kernelgate.config import GateConfig
+from kernelgate.machine import envdiff
 from kernelgate.measure import integrity
 from kernelgate.measure.results import Measurement
+from kernelgate.report.terminal import failure_message, layer_table
+from kernelgate.verdict import policy
 from kernelgate.verdict.compare import Comparison, compare
-from kernelgate.verdict.policy import Case, Status, rerecord
+from kernelgate.verdict.policy import Case, ExitDecision, Status, rerecord
 
 JUDGE_KEY = "kernelgate_judge"
 
@@ -218,3 +221,39 @@ def nothing_compared(pairs: Sequence[Pair], base_path: str, current_path: str, b
         f"machine that ran {current_path}: pytest benchmarks --kernelgate-save, and commit the "
         "baselines/<arch>/ folder it names."
     )
+
+
+def decide(
+    pairs: Sequence[Pair], gate: GateConfig, base_path: str, current_path: str, base_count: int
+) -> tuple[ExitDecision, str | None]:
+    """The exit of two files judged (:func:`kernelgate.verdict.policy.decide`, as a run's), and
+    why they compared nothing (None when they compared something)."""
+    empty = nothing_compared(pairs, base_path, current_path, base_count)
+    return policy.decide([p.case for p in pairs], policy.ExitPolicy.of(gate), empty), empty
+
+
+def lines(pair: Pair, where: str, every_layer: bool = False) -> list[str]:
+    """What ``kernelgate compare`` says about one benchmark of the current file (``where``: the
+    baseline file's name; ``every_layer``: a table of every layer too)."""
+    case, comparison = pair.case, pair.comparison
+    out = [f"{case.benchmark}: {pair.note}"] if pair.note else []
+    if comparison is None or pair.base is None or pair.current is None:
+        return [
+            *out,
+            f"{case.benchmark}: not compared: {case.reason}",
+            *([f"  fix: {case.fix}"] if case.fix else []),
+        ]
+    if pair.cold is not None:
+        old, new = pair.cold
+        if not comparison.failed:
+            return [*out, coldgate.summary(comparison)]
+        changes = envdiff.changes(old.environment, new.environment)
+        return [*out, coldgate.failure_message(comparison, old, new, where, changes)]
+    types = {lay.name: lay.type for lay in pair.current.measurement.layers}
+    out += [layer_table(comparison, types)] if every_layer else []
+    if case.status is Status.PASS:
+        return [*out, f"{comparison.benchmark}: pass"]
+    if case.status is Status.REGRESSION:
+        changes = envdiff.changes(pair.base.measurement.environment, pair.current.measurement.environment)
+        return [*out, failure_message(comparison, types, where, changes)]
+    return [*out, policy.describe(case)]

@@ -130,6 +130,7 @@ def report(config: pytest.Config, state: State) -> None:
         state.decision,
         tuple(c for c in cases(state) if c.status in NOT_COMPARED),
         tuple(c for c in state.comparisons if not c.of(Scope.TOTAL)),
+        state.arch,
     )
     if not (items or run.not_compared or run.coldstarts):
         return

@@ -22,6 +22,7 @@ from kernelgate.report import data as report_data
 from kernelgate.report import html as report_html
 from kernelgate.report import json as report_json
 from kernelgate.report import markdown as report_markdown
+from kernelgate.report import sections as report_sections
 from kernelgate.report import trace_store
 from kernelgate.report.redact import Redactor
 from kernelgate.report.sections import RunOutcome
@@ -146,7 +147,8 @@ def publish(
         ]
         document["reasons"] = list(run.decision.reasons)
     (folder / JSON).write_text(json.dumps(document, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    (folder / report_data.FILE).write_text(report_data.render(diffs, failed), encoding="utf-8")  # merging
+    runner = (run.arch, report_sections.unshown(diffs, run)) if run is not None else ("", ())
+    (folder / report_data.FILE).write_text(report_data.render(diffs, failed, runner), encoding="utf-8")
     traces = tuple(sorted((folder / TRACES).glob(f"*{trace_store.SUFFIX}")))
     notes = tuple(f"{d.benchmark}: {d.traces.note}" for d in diffs if d.traces is not None and d.traces.note)
     return Published(folder, failed, traces, notes)

@@ -26,6 +26,7 @@ class RunOutcome:
     decision: ExitDecision
     not_compared: tuple[Case, ...] = ()
     coldstarts: tuple[Comparison, ...] = ()
+    arch: str = ""  # the run's architecture key (a run that compared nothing has no diff to name it)
 
 
 def _escape(text: str) -> str:
@@ -70,14 +71,19 @@ def _first(names: Iterable[str], n: int = 3) -> str:
     return ", ".join(_escape(name) for name in listed[:n]) + (", …" if len(listed) > n else "")
 
 
-def reasons(diffs: Sequence[BenchmarkDiff], run: RunOutcome | None) -> list[str]:
-    """Why the run fails (exit 1), the first line of each reason, less the regressions the
-    sections below show; nothing when it passes."""
+def unshown(diffs: Sequence[BenchmarkDiff], run: RunOutcome | None) -> list[str]:
+    """The first line of each reason the run fails, less the regressions its diffs show."""
     if run is None or not run.decision.failed:
         return []
     shown = tuple(f"{d.benchmark}: " for d in diffs if d.failed)
     listed = [r.strip().splitlines()[0] for r in run.decision.reasons if r.strip()]
-    listed = [r for r in listed if not r.startswith(shown)]
+    return [r for r in listed if not r.startswith(shown)]
+
+
+def reasons(diffs: Sequence[BenchmarkDiff], run: RunOutcome | None) -> list[str]:
+    """Why the run fails (exit 1), the first line of each reason, less the regressions the
+    sections below show; nothing when it passes."""
+    listed = unshown(diffs, run)
     if not listed:
         return []
     return ["**The run fails (exit status 1):**", "", *(f"- {_cell(r)}" for r in listed), ""]
