@@ -142,3 +142,12 @@ def test_a_runner_that_failed_on_a_benchmark_not_compared_fails_the_merged_repor
     assert "sm80-nvidia-a100 (0 of 0 benchmarks; 2 more reason(s) its run failed)" in headline
     assert "- yolo11n-fp16-bs1-640: no baseline: no baseline in baselines/x; fix: " in text
     assert "- kernelgate: nothing was compared: 1 gate benchmark" in text
+
+
+def test_the_reasons_a_run_fails_keep_no_layer_name_in_a_redacted_report(tmp_path: Path) -> None:
+    item = slowed_item()
+    decision = policy.decide([policy.Case.of(item.comparison)], policy.ExitPolicy())
+    assert "model.2" in decision.reasons[0]  # the terminal keeps the real names
+    publish.publish([item], tmp_path, redact=True, run=RunOutcome(decision, (), (), item.comparison.arch))
+    for name in ("report.md", "report.json", "report-data.json", "report.html"):
+        assert "model.2" not in (tmp_path / name).read_text(), name

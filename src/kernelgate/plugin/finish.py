@@ -182,5 +182,5 @@ def summary(terminalreporter: Any, config: pytest.Config) -> None:
     decision = state.decision or policy.decide((), policy.ExitPolicy(), None, state.errors)
     for warning in decision.warnings:
         terminalreporter.write_line(f"warning: {warning}")
-    for reason in decision.reasons:
+    for reason in [*state.judge_failures, *decision.reasons]:
         terminalreporter.write_line(f"FAILED {reason}", red=True, bold=True)

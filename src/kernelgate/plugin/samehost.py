@@ -334,4 +334,7 @@ def judge_session(config: pytest.Config, state: State) -> None:
                 [f"kernelgate: cold start {merged.benchmark} on {merged.arch}:"]
                 + [f"  {d.verdict.value.upper()} {d.name}: {d.note}" for d in merged.failures]
             )
-        state.errors.append(f"{decision.outcome.value.upper()} (same-host A/B): {decision.reason}\n{text}")
+        # the terminal's message; the run fails on the merged comparison (kernelgate.verdict.policy)
+        state.judge_failures.append(
+            f"{decision.outcome.value.upper()} (same-host A/B): {decision.reason}\n{text}"
+        )

@@ -77,8 +77,10 @@ class State:
     cuda_broken: str | None = None
     # (node id, why) of gate benchmarks that raised before they had an outcome
     failed: list[tuple[str, str]] = field(default_factory=list)
-    # the same-host judge's decisions, for the results file (kernelgate.offline)
+    # the same-host judge's decisions, for the results file (kernelgate.offline), and the messages
+    # of those that fail (printed; the run fails on the merged comparisons themselves)
     judged: list[Judged] = field(default_factory=list)
+    judge_failures: list[str] = field(default_factory=list)
     # how the run ends (kernelgate.verdict.policy), set at the end of the session
     decision: ExitDecision | None = None
 

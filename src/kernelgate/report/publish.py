@@ -145,7 +145,7 @@ def publish(
             {"benchmark": c.benchmark, "status": c.status.value, "reason": c.reason, "fix": c.fix}
             for c in run.not_compared
         ]
-        document["reasons"] = list(run.decision.reasons)
+        document["reasons"] = report_sections.unshown(diffs, run)  # the others: the failing benchmarks
     (folder / JSON).write_text(json.dumps(document, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     runner = (run.arch, report_sections.unshown(diffs, run)) if run is not None else ("", ())
     (folder / report_data.FILE).write_text(report_data.render(diffs, failed, runner), encoding="utf-8")
