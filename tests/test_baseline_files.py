@@ -96,9 +96,8 @@ def test_temporary_files_of_a_killed_writer_are_ignored_and_removed_when_stale(t
     assert list(baseline.load(path)) == [V8]
     state = State(GateConfig(baseline_dir=tmp_path), Options())
     assert list(state.baseline_entries(path, ARCH)) == [V8]
-    from kernelgate.plugin.fixture import _keys
 
-    assert _keys(tmp_path) == [ARCH]
+    assert baseline.recorded_keys(tmp_path) == [ARCH]
     # a save (under the lock) removes what is older than a minute; a live writer's file stays
     notes = save(path)
     assert notes == [f"removed 1 temporary file(s) a killed writer left: {stale.name}, ..."]

@@ -45,3 +45,41 @@ def test_paths_inside_the_head_move_into_the_base() -> None:
 def test_without_drops_an_option_in_both_forms() -> None:
     args = ["--kernelgate-slow-layer", "model.2:3", "-q", "--kernelgate-slow-layer=model.4", "-p", "x"]
     assert without(args, "--kernelgate-slow-layer") == ["-q", "-p", "x"]
+
+
+class _Group:
+    """Collects the options kernelgate registers (``options.add``)."""
+
+    def __init__(self) -> None:
+        self.options: dict[str, bool] = {}  # name -> takes a value
+
+    def getgroup(self, *_: object) -> _Group:
+        return self
+
+    def addoption(self, name: str, **kwargs: object) -> None:
+        self.options[name] = kwargs.get("action") not in ("store_true", "store_false")
+
+
+# what a child must not get: it writes its own record and nothing of the parent's
+PARENT_ONLY = {
+    "--kernelgate-save", "--kernelgate-append", "--kernelgate-out", "--kernelgate-confirm-out",
+    "--kernelgate-report-dir", "--kernelgate-history",
+}  # fmt: skip
+
+
+def test_every_kernelgate_option_reaches_the_child_but_those_that_write_the_parents_files() -> None:
+    from kernelgate.plugin import options
+
+    group = _Group()
+    options.add(group)  # type: ignore[arg-type]
+    assert "--kernelgate-trust-pt" in group.options and len(group.options) >= 25
+    selection = ["benchmarks/test_x.py::TestGate::test_yolo[yolov8n]"]
+    for name, takes_value in group.options.items():
+        given = [name, "benchmarks", *selection] if takes_value else [name, *selection]
+        kept = child_args(given, [*selection, "benchmarks"])
+        if name in PARENT_ONLY:
+            assert kept == [], name
+        else:  # a value that happens to equal a selected path is still the option's
+            assert kept == ([name, "benchmarks"] if takes_value else [name]), name
+            if takes_value:
+                assert child_args([f"{name}=v", *selection], selection) == [f"{name}=v"], name

@@ -10,7 +10,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from kernelgate import config
+from kernelgate import config, offline
 from kernelgate.baseline import store as baseline
 from kernelgate.coldstart import phases as coldstart
 from kernelgate.coldstart import runner as coldrunner
@@ -20,9 +20,7 @@ from kernelgate.coldstart.scenarios import SCENARIOS
 from kernelgate.machine import envdiff
 from kernelgate.machine.identity import detect_arch_key
 from kernelgate.measure.results import Measurement
-from kernelgate.report.terminal import failure_message, layer_table
-from kernelgate.verdict import yardstick
-from kernelgate.verdict.compare import compare
+from kernelgate.verdict import policy
 
 
 def _arch(args: argparse.Namespace) -> int:
@@ -39,32 +37,22 @@ def _compare(args: argparse.Namespace) -> int:
     except (baseline.BaselineError, config.ConfigError) as exc:
         print(f"kernelgate: {exc}", file=sys.stderr)
         return 2
-    failed = False
-    for entry in current.values():
-        match = yardstick.match(base, entry)
-        if match is None:
-            print(f"{entry.measurement.benchmark}: no baseline entry in {args.baseline}")
-            continue
-        old, new = coldverdict.record_of(match), coldverdict.record_of(entry)
-        if old is not None and new is not None:
-            failed |= _gate_coldstart(old, new, gate, args.baseline, entry.fullname)
-            continue
-        problems = yardstick.pair_problems(match, entry.measurement, gate)
-        if problems:
-            failed = True
-            print(f"{entry.measurement.benchmark}: not compared: {'; '.join(problems)}")
-            continue
-        comparison = compare(match.measurement, entry.measurement, gate)
-        types = {lay.name: lay.type for lay in entry.measurement.layers}
-        if args.all:
-            print(layer_table(comparison, types))
-        if comparison.failed:
-            failed = True
-            changes = envdiff.changes(match.measurement.environment, entry.measurement.environment)
-            print(failure_message(comparison, types, args.baseline, changes, target=entry.fullname))
-        else:
-            print(f"{comparison.benchmark}: pass")
-    return 1 if failed else 0
+    pairs = offline.judge(base, current, gate, args.baseline)
+    for pair in pairs:
+        print("\n".join(offline.lines(pair, args.baseline, args.all)))
+    return _decide(pairs, gate, args, len(base)).exit_code
+
+
+def _decide(
+    pairs: Sequence[offline.Pair], gate: config.GateConfig, args: argparse.Namespace, base_count: int
+) -> policy.ExitDecision:
+    """The exit of ``compare`` and ``report``: :func:`kernelgate.verdict.policy.decide`, as a run's."""
+    decision, empty = offline.decide(pairs, gate, args.baseline, args.current, base_count)
+    for line in decision.warnings:
+        print(f"warning: {line}")
+    if empty is not None and decision.failed:
+        print(empty, file=sys.stderr)
+    return decision
 
 
 def _record(args: argparse.Namespace) -> int:
@@ -183,6 +171,7 @@ def _pair(text: str) -> tuple[str, str]:
 
 def _report(args: argparse.Namespace) -> int:
     from kernelgate.report import publish, trace_store
+    from kernelgate.report.sections import RunOutcome
 
     gate, _ = config.load_pyproject(Path(args.config))
     base_path, current_path = Path(args.baseline), Path(args.current)
@@ -193,40 +182,36 @@ def _report(args: argparse.Namespace) -> int:
         print(f"kernelgate: {exc}", file=sys.stderr)
         return 2
     history, notes = publish.load_history(Path(args.history) if args.history else None, current)
-    items, refused = [], []
-    for fullname, entry in current.items():
-        m = entry.measurement
-        match = yardstick.match(base, entry)
-        if match is None:
-            notes.append(f"{m.benchmark}: no baseline entry in {args.baseline}")
+    pairs = offline.judge(base, current, gate, args.baseline)
+    items = []
+    for pair in pairs:
+        notes += [f"{pair.case.benchmark}: {pair.note}"] if pair.note else []
+        if pair.comparison is None or pair.cold is not None or pair.base is None or pair.current is None:
             continue
-        problems = yardstick.pair_problems(match, m, gate) if coldverdict.record_of(entry) is None else []
-        if problems:  # the checks of `kernelgate compare` and the plugin
-            refused.append(f"{m.benchmark}: not compared: {'; '.join(problems)}")
-            continue
+        fullname, m = pair.current.fullname, pair.current.measurement
         items.append(
             publish.Item(
-                compare(match.measurement, m, gate),
-                match.measurement,
+                pair.comparison,
+                pair.base.measurement,
                 m,
                 tuple(history.get(fullname, ())),
                 trace_store.beside(base_path, m.benchmark),
                 trace_store.current_trace(Path(args.traces), fullname) if args.traces else None,
             )
         )
-    for line in refused:
-        print(line)
-    if not items and refused:
-        return 1
-    if not items:
-        print(
-            f"kernelgate: no benchmark of {args.current} has a baseline in {args.baseline}", file=sys.stderr
-        )
-        return 2
-    published = publish.publish(items, Path(args.out), redact=args.redact)
+    decision = _decide(pairs, gate, args, len(base))
+    run = RunOutcome(
+        decision,
+        tuple(p.case for p in pairs if p.comparison is None),
+        tuple(p.comparison for p in pairs if p.cold is not None and p.comparison is not None),
+        next((e.measurement.arch for e in current.values()), ""),
+    )
+    published = publish.publish(items, Path(args.out), redact=args.redact, run=run)
     for line in [*published.lines(), *notes]:
         print(line)
-    return 1 if published.failed or refused else 0
+    for case in run.not_compared:
+        print(policy.describe(case))
+    return decision.exit_code
 
 
 def _merge(argv: Sequence[str]) -> int:

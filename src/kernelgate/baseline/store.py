@@ -307,3 +307,10 @@ def save(
                 replaceable=False,
             ) from exc
     return notes
+
+
+def recorded_keys(baseline_dir: Path) -> list[str]:
+    """The architecture keys that have a baseline file in ``baseline_dir``."""
+    if not baseline_dir.is_dir():
+        return []
+    return sorted(p.name for p in baseline_dir.iterdir() if (p / FILE_NAME).is_file())

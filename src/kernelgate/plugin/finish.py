@@ -4,6 +4,7 @@ baseline), publish the report, decide whether the run failed as a whole, print t
 from __future__ import annotations
 
 import datetime
+import shlex
 from importlib import metadata
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -13,6 +14,9 @@ import pytest
 from kernelgate import config as cfg
 from kernelgate.baseline.store import path_for
 from kernelgate.plugin.session import RECEIVED_KEY, REPORT_KEY, SLOTS_KEY, STATE_KEY, State
+from kernelgate.verdict import policy
+
+NOT_COMPARED = frozenset({policy.Status.NO_BASELINE, policy.Status.UNRELIABLE, policy.Status.NOT_COMPARED})
 
 if TYPE_CHECKING:
     from kernelgate.baseline.store import Entry
@@ -77,9 +81,12 @@ def finish(session: pytest.Session) -> None:
 
         judge_session(session.config, state)
     if state.measured:
+        from kernelgate.offline import with_judgements
+
         arch = state.measured[0].measurement.arch
-        results = path_for(state.options.out_dir / "results", arch)
-        write(session.config, state, results, state.measured, False, redact=_redacting(session.config))
+        results = with_judgements(state.measured, state.judged)  # what kernelgate report needs to agree
+        out = path_for(state.options.out_dir / "results", arch)
+        write(session.config, state, out, results, False, redact=_redacting(session.config))
         reliable = [e for e in state.measured if e.measurement.reliable]
         if state.options.save and reliable:
             write(session.config, state, path_for(state.config.baseline_dir, arch), reliable, True)
@@ -90,16 +97,16 @@ def finish(session: pytest.Session) -> None:
                 for e in reliable
             ]
             state.notes += keep_for_baselines(runs, state.options.out_dir, state.config.baseline_dir)
-    if state.comparisons:
-        report(session.config, state)
     ran = not any(session.config.getoption(o, False) for o in ("collectonly", "setuponly", "setupplan"))
-    outcome = state.nothing_compared() if ran else None
-    if outcome is not None:
-        if state.config.on_nothing_compared is cfg.Policy.FAIL:
-            state.errors.append(outcome)
-        else:
-            state.notes.append(f"warning: {outcome}")
-    if state.errors and session.exitstatus == pytest.ExitCode.OK:
+    state.decision = policy.decide(
+        cases(session.config, state),
+        policy.ExitPolicy.of(state.config),
+        state.nothing_compared() if ran else None,
+        state.errors,
+    )
+    if state.comparisons or state.missing or state.unreliable or state.failed:
+        report(session.config, state)
+    if state.decision.failed and session.exitstatus == pytest.ExitCode.OK:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
@@ -108,17 +115,55 @@ def _redacting(config: pytest.Config) -> bool:
     return bool(config.getoption("kernelgate_redact"))
 
 
+def _targets(config: pytest.Config, state: State) -> dict[str, str]:
+    """Each measured benchmark's test, as the argument that selects it from where pytest ran."""
+    where = config.rootpath, config.invocation_params.dir
+    return {e.measurement.benchmark: cfg.node_target(e.fullname, *where) for e in state.measured}
+
+
+def cases(config: pytest.Config, state: State) -> list[policy.Case]:
+    """One case per gate benchmark of the session: compared (with the judge's verdicts where it
+    judged), without a baseline, unreliable, or failed before comparing."""
+    where = path_for(state.config.baseline_dir, state.arch) if state.arch else state.config.baseline_dir
+    tests = _targets(config, state)
+    found = [policy.Case.of(c, tests.get(c.benchmark, cfg.TESTS)) for c in state.comparisons]
+    found += [
+        policy.Case(name, policy.Status.NO_BASELINE, f"no baseline in {where}",
+                    cfg.record_command(tests.get(name, cfg.TESTS)))
+        for name in state.missing
+    ]  # fmt: skip
+    found += [
+        policy.Case(name, policy.Status.UNRELIABLE, "the profile cannot be trusted (see the test's message)",
+                    f"pytest {shlex.quote(tests.get(name, cfg.TESTS))} (run it again; docs/faults.md)")
+        for name in state.unreliable
+    ]  # fmt: skip
+    found += [
+        policy.Case(nodeid, policy.Status.NOT_COMPARED, why, f"pytest {shlex.quote(nodeid)}")
+        for nodeid, why in state.failed
+    ]
+    return found
+
+
 def report(config: pytest.Config, state: State) -> None:
+    from kernelgate.config import Scope
     from kernelgate.report.publish import publish, session_items
+    from kernelgate.report.sections import RunOutcome
 
     history = config.getoption("kernelgate_history")
     items, notes = session_items(state, Path(history) if history else None)
     state.notes += notes
-    if not items:
+    assert state.decision is not None
+    run = RunOutcome(
+        state.decision,
+        tuple(c for c in cases(config, state) if c.status in NOT_COMPARED),
+        tuple(c for c in state.comparisons if not c.of(Scope.TOTAL)),
+        state.arch,
+    )
+    if not (items or run.not_compared or run.coldstarts):
         return
     folder = Path(config.getoption("kernelgate_report_dir")).resolve()
     try:
-        config.stash[REPORT_KEY] = publish(items, folder, redact=_redacting(config))
+        config.stash[REPORT_KEY] = publish(items, folder, redact=_redacting(config), run=run)
     except Exception as exc:  # a broken report must not hide the gate's verdict, which stands
         state.notes.append(
             f"kernelgate: the report in {folder} could not be written ({type(exc).__name__}: {exc}); "
@@ -130,24 +175,28 @@ def report(config: pytest.Config, state: State) -> None:
 def summary(terminalreporter: Any, config: pytest.Config) -> None:
     """``pytest_terminal_summary``: the kernelgate section."""
     state = config.stash.get(STATE_KEY, None)
-    if state is None or not (state.measured or state.missing or state.errors or state.notes):
+    decided = (
+        state is not None and state.decision is not None and state.decision != policy.ExitDecision(False)
+    )
+    if state is None or not (state.measured or state.missing or state.errors or state.notes or decided):
         return
     if hasattr(config, "workeroutput"):
         return  # a pytest-xdist worker: the controller prints the summary
-    from kernelgate.report.terminal import summary_table, time_split_lines
+    from kernelgate.report.terminal import summary_table, time_split_lines, unsettled_lines
 
     terminalreporter.section("kernelgate")
     measured = {e.measurement.benchmark: e.measurement for e in state.measured}
     if state.comparisons:
         terminalreporter.write(summary_table(state.comparisons, measurements=measured))
+        for line in unsettled_lines(state.comparisons):
+            terminalreporter.write_line(line)
     elif measured:
         terminalreporter.write(time_split_lines(measured.values()))
     for name in state.missing:
         terminalreporter.write_line(f"no baseline: {name}")
     if state.missing:
-        nodeids = {e.measurement.benchmark: e.fullname for e in state.measured}
-        where = config.rootpath, config.invocation_params.dir
-        targets = [cfg.node_target(nodeids[n], *where) for n in state.missing if n in nodeids]
+        tests = _targets(config, state)
+        targets = [tests[n] for n in state.missing if n in tests]
         terminalreporter.write_line(
             f"record {'them' if len(targets) > 1 else 'it'} with: {cfg.record_command(*targets)}"
         )
@@ -161,5 +210,8 @@ def summary(terminalreporter: Any, config: pytest.Config) -> None:
         terminalreporter.write_line(f"wrote {path}")
     for note in state.notes:
         terminalreporter.write_line(note)
-    for error in state.errors:
-        terminalreporter.write_line(f"FAILED {error}", red=True, bold=True)
+    decision = state.decision or policy.decide((), policy.ExitPolicy(), None, state.errors)
+    for warning in decision.warnings:
+        terminalreporter.write_line(f"warning: {warning}")
+    for reason in [*state.judge_failures, *decision.reasons]:
+        terminalreporter.write_line(f"FAILED {reason}", red=True, bold=True)

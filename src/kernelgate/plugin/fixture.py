@@ -79,13 +79,18 @@ def _fails_alone(
                 f"pytest -k '{self.node_name}'",
                 pytrace=False,
             )
+        before = self.state.outcomes()
         try:
             return method(self, *args, **kwargs)
+        except pytest.fail.Exception as exc:
+            self._failed_before_comparing(before, exc)
+            raise
         except Exception as exc:
             import torch
 
             broken = faults.note(torch, exc, self.node_name)
             self.state.cuda_broken = self.state.cuda_broken or broken
+            self._failed_before_comparing(before, exc)
             raise
 
     return run
@@ -106,6 +111,14 @@ class KernelGate:
         """This test as the argument that selects it from the folder pytest was started in."""
         config = self.node.config
         return node_target(self.node.nodeid, config.rootpath, config.invocation_params.dir)
+
+    def _failed_before_comparing(self, before: int, exc: BaseException) -> None:
+        """A benchmark that raised before it had an outcome (compared, suspected, no baseline,
+        unreliable) is a case of its own: the run fails on it even where the test catches the
+        exception or is marked xfail (:mod:`kernelgate.verdict.policy`)."""
+        if self.state.outcomes() == before:
+            text = str(getattr(exc, "msg", None) or exc).strip().splitlines()
+            self.state.failed.append((self.node.nodeid, f"{type(exc).__name__}: {text[0] if text else ''}"))
 
     def yolo(
         self,
@@ -263,7 +276,7 @@ class KernelGate:
         prime: bool = True,
     ) -> ColdStart:
         """Time ``runs`` cold starts of the model, each in a fresh process, and gate every phase
-        against the baseline (:mod:`kernelgate.coldstart.gate`); ``scenario`` is one of
+        against the baseline (:mod:`kernelgate.coldstart.verdict`); ``scenario`` is one of
         :data:`kernelgate.coldstart.scenarios.SCENARIOS` (``empty``, ``warm``, ``ptx-jit``,
         ``ptx-jit-warm``)."""
 
@@ -271,7 +284,12 @@ class KernelGate:
 
         iterations = 50 if self.device.startswith("cuda") else 20  # forwards after the first
         spec = ChildSpec(model, precision, batch, imgsz, self.device, iterations)
-        return coldstart.run(self, spec, scenario, runs, prime)
+        before = self.state.outcomes()
+        try:
+            return coldstart.run(self, spec, scenario, runs, prime)
+        except (pytest.fail.Exception, Exception) as exc:
+            self._failed_before_comparing(before, exc)
+            raise
 
     def _keep(self, result: measure.Measurement, stats: Any) -> None:
         if stats is None:
@@ -325,7 +343,8 @@ class KernelGate:
         """
         base_dir, allow = self.state.config.baseline_dir, self.state.options.allow_other_gpu
         path = baseline.path_for(base_dir, result.arch)
-        others = [] if path.exists() else identity.same_architecture(result.arch, _keys(base_dir))
+        recorded = [] if path.exists() else baseline.recorded_keys(base_dir)
+        others = identity.same_architecture(result.arch, recorded) if recorded else []
         if others and allow:
             path = baseline.path_for(base_dir, others[0])
         try:
@@ -376,10 +395,3 @@ def _check_baseline_entry(
     problems = yardstick.pair_problems(entry, result, state.config, other_gpu=state.options.allow_other_gpu)
     if problems:
         pytest.fail(yardstick.refusal(result.benchmark, path, problems, target), pytrace=False)
-
-
-def _keys(baseline_dir: Path) -> list[str]:
-    """The architecture keys that have a baseline file."""
-    if not baseline_dir.is_dir():
-        return []
-    return sorted(p.name for p in baseline_dir.iterdir() if (p / baseline.FILE_NAME).is_file())

@@ -289,6 +289,7 @@ def judge_session(config: pytest.Config, state: State) -> None:
     from kernelgate.baseline.names import shown
     from kernelgate.baseline.store import path_for
     from kernelgate.machine.envdiff import changes
+    from kernelgate.offline import Judged, digest
     from kernelgate.report.terminal import failure_message
 
     reporter = config.pluginmanager.get_plugin("terminalreporter")
@@ -311,6 +312,11 @@ def judge_session(config: pytest.Config, state: State) -> None:
         state.decisions.append(decision)
         merged = samehost.merged(suspect.screen, decision)
         state.comparisons.append(merged)
+        state.judged.append(
+            Judged(
+                merged.benchmark, digest(suspect.baseline), decision.outcome.value, decision.reason, merged
+            )
+        )
         log(f"kernelgate: {suspect.screen.benchmark}: {decision.outcome.value}: {decision.reason}")
         if not merged.failed:
             continue
@@ -329,4 +335,7 @@ def judge_session(config: pytest.Config, state: State) -> None:
                 [f"kernelgate: cold start {merged.benchmark} on {merged.arch}:"]
                 + [f"  {d.verdict.value.upper()} {d.name}: {d.note}" for d in merged.failures]
             )
-        state.errors.append(f"{decision.outcome.value.upper()} (same-host A/B): {decision.reason}\n{text}")
+        # the terminal's message; the run fails on the merged comparison (kernelgate.verdict.policy)
+        state.judge_failures.append(
+            f"{decision.outcome.value.upper()} (same-host A/B): {decision.reason}\n{text}"
+        )

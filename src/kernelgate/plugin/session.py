@@ -14,9 +14,11 @@ if TYPE_CHECKING:
     from kernelgate.baseline.store import Entry
     from kernelgate.machine.pinning import Slots
     from kernelgate.models.yolo import YoloSpec
+    from kernelgate.offline import Judged
     from kernelgate.plugin.samehost import Suspect
     from kernelgate.report.publish import Published
     from kernelgate.verdict.compare import Comparison
+    from kernelgate.verdict.policy import ExitDecision
     from kernelgate.verdict.samehost import Decision
 
 
@@ -75,6 +77,18 @@ class State:
     decisions: list[Decision] = field(default_factory=list)
     # set by the first benchmark whose CUDA error left the process's CUDA context unusable
     cuda_broken: str | None = None
+    # (node id, why) of gate benchmarks that raised before they had an outcome
+    failed: list[tuple[str, str]] = field(default_factory=list)
+    # the same-host judge's decisions, for the results file (kernelgate.offline), and the messages
+    # of those that fail (printed; the run fails on the merged comparisons themselves)
+    judged: list[Judged] = field(default_factory=list)
+    judge_failures: list[str] = field(default_factory=list)
+    # how the run ends (kernelgate.verdict.policy), set at the end of the session
+    decision: ExitDecision | None = None
+
+    def outcomes(self) -> int:
+        """How many outcomes the session holds: a benchmark that adds none failed before comparing."""
+        return len(self.comparisons) + len(self.suspects) + len(self.missing) + len(self.unreliable)
 
     def nothing_compared(self) -> str | None:
         """Why the run ends without a single comparison (or, with --kernelgate-save, a single saved

@@ -42,7 +42,7 @@ GPU_KEY = "kernelgate_gpu"  # in a worker's workerinput: the CUDA_VISIBLE_DEVICE
 CPUS_KEY = "kernelgate_cpus"  # ... and the CPUs it runs on (pinning.cpu_share)
 THREADS_VAR = "OMP_NUM_THREADS"
 SCHEMA_VERSION = 1
-LISTS = ("missing", "unreliable", "skipped", "notes", "errors")
+LISTS = ("missing", "unreliable", "skipped", "notes", "errors", "failed")
 _WORKER_ID = re.compile(r"\bgw\d+\b")
 
 

@@ -39,11 +39,18 @@ def _benchmark(d: diff.BenchmarkDiff) -> dict[str, Any]:
     }
 
 
-def render(diffs: Sequence[diff.BenchmarkDiff]) -> str:
+def render(
+    diffs: Sequence[diff.BenchmarkDiff], failed: bool | None = None, run: tuple[str, Sequence[str]] = ("", ())
+) -> str:
+    """``failed``: the run's decision (default: whether a diff failed); ``run``: its architecture
+    and the reasons it fails that no diff shows (a benchmark not compared, nothing compared), so
+    that a merged report fails where the runner's run did."""
+    arch, reasons = run
     document = {
         KEY: {"schema_version": SCHEMA_VERSION},
         "arch": sorted({d.arch for d in diffs}),
-        "failed": any(d.failed for d in diffs),
+        "failed": any(d.failed for d in diffs) if failed is None else failed,
+        "run": {"arch": arch, "reasons": list(reasons)},
         "benchmarks": [_benchmark(d) for d in diffs],
     }
     return json.dumps(document, ensure_ascii=False) + "\n"
@@ -90,3 +97,11 @@ def load(path: Path) -> list[diff.BenchmarkDiff]:
         return [_diff(b) for b in data["benchmarks"]]
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise ReportDataError(f"{path}: malformed ({type(exc).__name__}: {exc}); {fix}") from exc
+
+
+def run_reasons(path: Path) -> tuple[str, tuple[str, ...]]:
+    """The runner's architecture and the reasons its run failed beyond its diffs (none in files of
+    an older kernelgate); call after :func:`load` has checked the file."""
+    path = path / FILE if path.is_dir() else path
+    run = json.loads(path.read_text(encoding="utf-8")).get("run") or {}
+    return str(run.get("arch") or ""), tuple(str(r) for r in run.get("reasons") or ())

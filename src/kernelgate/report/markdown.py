@@ -18,9 +18,10 @@ from collections.abc import Callable, Iterable, Sequence
 from kernelgate.measure.naming import kernel_label, module_label
 from kernelgate.measure.timesplit import TimeSplit
 from kernelgate.models.groups import ordered
-from kernelgate.report import labels
+from kernelgate.report import labels, sections
 from kernelgate.report.escape import code, plain
 from kernelgate.report.labels import pct, signed_us, us
+from kernelgate.report.sections import RunOutcome
 from kernelgate.verdict.compare import Delta, Verdict
 from kernelgate.verdict.diff import BenchmarkDiff, EnvChange, GroupDiff, LayerDiff
 
@@ -286,8 +287,7 @@ def _passing(diffs: Sequence[BenchmarkDiff]) -> list[str]:
         now = d.current_split
         rows.append(
             f"| {plain(d.benchmark)} | {us(t.baseline_us)} | {us(t.current_us)} | {pct(t.delta_pct)} | "
-            f"{_share(now) if now else labels.DASH} | {len(d.other_layers) + len(d.improved_layers)} of "
-            f"{len(d.layers)} |"
+            f"{_share(now) if now else labels.DASH} | {_within(d)} |"
         )
     groups = _group_rows(diffs)
     rows += ["", *groups] if groups else []
@@ -298,6 +298,13 @@ def _passing(diffs: Sequence[BenchmarkDiff]) -> list[str]:
     }
     lines = [f"⚠️ **Environment changed:** {', '.join(changed)}", ""] if changed else []
     return lines + _details(f"✅ {len(diffs)} benchmark(s) passed", rows)
+
+
+def _within(d: BenchmarkDiff) -> str:
+    """Layers within threshold, and those not settled (ambiguous, inconclusive) beside them."""
+    unsettled = [lay for lay in d.other_layers if lay.delta.verdict in sections.UNSETTLED]
+    within = len(d.other_layers) + len(d.improved_layers) - len(unsettled)
+    return f"{within} of {len(d.layers)}" + (f" ({len(unsettled)} not settled)" if unsettled else "")
 
 
 def _group_rows(diffs: Sequence[BenchmarkDiff]) -> list[str]:
@@ -321,13 +328,18 @@ def _group_rows(diffs: Sequence[BenchmarkDiff]) -> list[str]:
     return rows
 
 
-def body(diffs: Sequence[BenchmarkDiff], compact: bool = False) -> list[str]:
-    """The verdict line, a section per failing benchmark and the table of passing ones."""
-    mark = "❌" if any(d.failed for d in diffs) else "✅"
-    lines = [f"### {mark} {verdict_line(diffs, plain)}", ""]
+def body(diffs: Sequence[BenchmarkDiff], compact: bool = False, run: RunOutcome | None = None) -> list[str]:
+    """The verdict line (its mark the run's decision, where ``run`` gives it), why the run fails, a
+    section per failing benchmark, the benchmarks not compared, the figures not settled, the cold
+    starts and the table of passing benchmarks."""
+    line = verdict_line(diffs, plain) if diffs else "kernelgate: no benchmark compared"
+    lines = [f"### {sections.mark(diffs, run)} {line}{sections.headline_suffix(diffs, run)}", ""]
+    lines += sections.reasons(diffs, run)
     for diff in diffs:
         if diff.failed:
             lines += benchmark_section(diff, compact)
+    lines += sections.not_compared_table(run) + sections.unsettled_table(diffs)
+    lines += sections.coldstart_table(run)
     passing = [d for d in diffs if not d.failed]
     if passing:
         lines += _passing(passing)
@@ -350,6 +362,11 @@ def fit(lines_for: Callable[[bool], list[str]], footer: str = "", limit: int = C
     return text[: limit - 80].rsplit("\n", 1)[0] + "\n\n_Cut at GitHub's comment size: see report.md._\n"
 
 
-def render(diffs: Sequence[BenchmarkDiff], footer: str = "", limit: int = COMMENT_LIMIT) -> str:
+def render(
+    diffs: Sequence[BenchmarkDiff],
+    footer: str = "",
+    limit: int = COMMENT_LIMIT,
+    run: RunOutcome | None = None,
+) -> str:
     """The whole report; shortened (no kernel and unchanged tables) where it would exceed ``limit``."""
-    return fit(lambda compact: [MARKER, *body(diffs, compact)], footer, limit)
+    return fit(lambda compact: [MARKER, *body(diffs, compact, run)], footer, limit)

@@ -38,15 +38,16 @@ class Arch:
 
     arch: str
     diffs: tuple[diff.BenchmarkDiff, ...]
+    reasons: tuple[str, ...] = ()  # why its runner's run failed beyond the diffs (not compared, ...)
 
     @property
     def missing(self) -> bool:
         """Expected (``--expect``) but no runner sent a report of it."""
-        return not self.diffs
+        return not self.diffs and not self.reasons
 
     @property
     def failed(self) -> bool:
-        return self.missing or any(d.failed for d in self.diffs)
+        return self.missing or bool(self.reasons) or any(d.failed for d in self.diffs)
 
     @property
     def failing(self) -> tuple[diff.BenchmarkDiff, ...]:
@@ -122,10 +123,12 @@ def verdict_line(archs: Sequence[Arch], name: Callable[[str], str] = str) -> str
     parts = [
         f"{name(a.arch)} (no report)"
         if a.missing
-        else f"{name(a.arch)} ({len(a.failing)} of {len(a.diffs)} benchmarks)"
+        else f"{name(a.arch)} ({len(a.failing)} of {len(a.diffs)} benchmarks"
+        + (f"; {len(a.reasons)} more reason(s) its run failed)" if a.reasons else ")")
         for a in failed
     ]
-    return f"regression on {len(failed)} of {len(archs)} architecture(s): {', '.join(parts)}"
+    word = "failed" if any(a.reasons for a in failed) else "regression"  # not only regressions
+    return f"{word} on {len(failed)} of {len(archs)} architecture(s): {', '.join(parts)}"
 
 
 def _table(archs: Sequence[Arch]) -> list[str]:
@@ -156,7 +159,10 @@ def markdown(archs: Sequence[Arch], footer: str = "", limit: int = report_markdo
                 lines += ["No report from this architecture's runner: its gate failed before comparing. "
                           "See the run's log.", ""]  # fmt: skip
                 continue
-            lines += report_markdown.body(a.diffs, compact)
+            if a.reasons:
+                lines += ["**This architecture's run fails (exit status 1):**", ""]
+                lines += [f"- {plain(r)}" for r in a.reasons] + [""]
+            lines += report_markdown.body(a.diffs, compact) if a.diffs else []
         return lines
 
     return report_markdown.fit(lines_for, footer, limit)
@@ -173,8 +179,19 @@ def merge(paths: Sequence[Path], out: Path, expect: Sequence[str] = (), footer: 
     out.mkdir(parents=True, exist_ok=True)
     if (out / TRACES).is_dir():
         shutil.rmtree(out / TRACES)
+    reasons: dict[str, tuple[str, ...]] = {}
+    for path in paths:
+        arch, why = report_data.run_reasons(path)
+        if why:
+            reasons[arch] = reasons.get(arch, ()) + why
+    for arch in reasons:
+        found.setdefault(arch, {})
     archs = tuple(
-        Arch(arch, tuple(_copy_traces(*benchmarks[name], out) for name in sorted(benchmarks)))
+        Arch(
+            arch,
+            tuple(_copy_traces(*benchmarks[name], out) for name in sorted(benchmarks)),
+            reasons.get(arch, ()),
+        )
         for arch, benchmarks in sorted(found.items())
     )
     failed = any(a.failed for a in archs)

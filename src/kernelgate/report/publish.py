@@ -8,6 +8,7 @@ written here (:mod:`kernelgate.report.redact`); the terminal keeps the real name
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,8 +22,10 @@ from kernelgate.report import data as report_data
 from kernelgate.report import html as report_html
 from kernelgate.report import json as report_json
 from kernelgate.report import markdown as report_markdown
+from kernelgate.report import sections as report_sections
 from kernelgate.report import trace_store
 from kernelgate.report.redact import Redactor
+from kernelgate.report.sections import RunOutcome
 from kernelgate.verdict import diff
 from kernelgate.verdict.compare import Comparison
 
@@ -115,19 +118,40 @@ def build_diffs(items: Sequence[Item], folder: Path, redactor: Redactor | None) 
     return out
 
 
-def publish(items: Sequence[Item], folder: Path, redact: bool = False, footer: str = "") -> Published:
+def publish(
+    items: Sequence[Item],
+    folder: Path,
+    redact: bool = False,
+    footer: str = "",
+    run: RunOutcome | None = None,
+) -> Published:
+    """Write the report folder. ``run`` is how the whole run ended (its exit decision, the
+    benchmarks not compared, the cold starts): with it every file says failed exactly when the
+    run's exit status is 1."""
     folder.mkdir(parents=True, exist_ok=True)
     for stale in (folder / TRACES).glob(f"*{trace_store.SUFFIX}"):
         stale.unlink()
     redactor = Redactor.from_environment() if redact else None
     diffs = build_diffs(items, folder, redactor)
-    (folder / MARKDOWN).write_text(report_markdown.render(diffs, footer=footer), encoding="utf-8")
+    if redactor is not None and run is not None:
+        run = dataclasses.replace(run, coldstarts=tuple(redactor.comparison(c) for c in run.coldstarts))
+    failed = run.decision.failed if run is not None else any(d.failed for d in diffs)
+    (folder / MARKDOWN).write_text(report_markdown.render(diffs, footer=footer, run=run), encoding="utf-8")
     (folder / HTML).write_text(report_html.render(diffs), encoding="utf-8")
-    (folder / JSON).write_text(report_json.render(diffs), encoding="utf-8")
-    (folder / report_data.FILE).write_text(report_data.render(diffs), encoding="utf-8")  # for merging
+    document = report_json.document(diffs)
+    document["failed"] = failed
+    if run is not None:
+        document["not_compared"] = [
+            {"benchmark": c.benchmark, "status": c.status.value, "reason": c.reason, "fix": c.fix}
+            for c in run.not_compared
+        ]
+        document["reasons"] = report_sections.unshown(diffs, run)  # the others: the failing benchmarks
+    (folder / JSON).write_text(json.dumps(document, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    runner = (run.arch, report_sections.unshown(diffs, run)) if run is not None else ("", ())
+    (folder / report_data.FILE).write_text(report_data.render(diffs, failed, runner), encoding="utf-8")
     traces = tuple(sorted((folder / TRACES).glob(f"*{trace_store.SUFFIX}")))
     notes = tuple(f"{d.benchmark}: {d.traces.note}" for d in diffs if d.traces is not None and d.traces.note)
-    return Published(folder, any(d.failed for d in diffs), traces, notes)
+    return Published(folder, failed, traces, notes)
 
 
 def load_history(

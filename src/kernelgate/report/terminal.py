@@ -190,6 +190,23 @@ def summary_table(
     return _render(table, width) + time_split_lines(found)
 
 
+def unsettled_lines(comparisons: Sequence[Comparison]) -> list[str]:
+    """A line per total or layer whose verdict is not settled (ambiguous or inconclusive), with
+    why: it is neither a pass nor a regression."""
+    lines = []
+    for comparison in comparisons:
+        for delta in comparison.deltas:
+            if delta.verdict not in (Verdict.AMBIGUOUS, Verdict.INCONCLUSIVE) or delta.scope is Scope.KERNEL:
+                continue
+            why = delta.note or "over threshold but inside the noise"
+            shown = "; ".join(p for p in (why, evidence(delta) if not delta.note else "") if p)
+            lines.append(
+                f"not settled: {comparison.benchmark} {delta.name} {delta.verdict.value} "
+                f"({pct(delta.delta_pct)}): {shown}"
+            )
+    return lines
+
+
 def _render(table: Table, width: int) -> str:
     buffer = io.StringIO()
     Console(file=buffer, width=width, force_terminal=False, color_system=None).print(table)

@@ -1,0 +1,166 @@
+"""The parts of report.md that say how the whole run ended, so that the report agrees with the
+exit status (:func:`kernelgate.verdict.policy.decide`): the headline's mark and the reasons the run
+fails, a table of the benchmarks not compared (why, and the command that fixes it), a table of the
+cold starts, and the layers whose verdict is not settled (ambiguous or inconclusive), with why.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from kernelgate.report import labels
+from kernelgate.report.labels import pct
+from kernelgate.verdict.compare import Comparison, Delta, Verdict
+from kernelgate.verdict.diff import BenchmarkDiff
+from kernelgate.verdict.policy import Case, ExitDecision, Status
+
+UNSETTLED = frozenset({Verdict.AMBIGUOUS, Verdict.INCONCLUSIVE})
+
+
+@dataclass(frozen=True)
+class RunOutcome:
+    """What the report says beyond the compared benchmarks: the run's decision, the benchmarks not
+    compared, and the cold starts (compared phase by phase)."""
+
+    decision: ExitDecision
+    not_compared: tuple[Case, ...] = ()
+    coldstarts: tuple[Comparison, ...] = ()
+    arch: str = ""  # the run's architecture key (a run that compared nothing has no diff to name it)
+
+
+def _escape(text: str) -> str:
+    for char in "\\`*_[]<>|#~":
+        text = text.replace(char, "\\" + char)
+    return text
+
+
+def _cell(text: str) -> str:
+    return _escape(" ".join(text.split()))
+
+
+def mark(diffs: Sequence[BenchmarkDiff], run: RunOutcome | None) -> str:
+    if run is not None:
+        return "❌" if run.decision.failed else "✅"
+    return "❌" if any(d.failed for d in diffs) else "✅"
+
+
+def headline_suffix(diffs: Sequence[BenchmarkDiff], run: RunOutcome | None) -> str:
+    """What the verdict line adds: the ambiguous figures (inconclusive ones it names itself), the
+    cold starts that failed and the benchmarks not compared."""
+    text = ""
+    ambiguous = [d for c, d in unsettled([d.comparison for d in diffs]) if d.verdict is Verdict.AMBIGUOUS]
+    if ambiguous:
+        text += f"; {len(ambiguous)} ambiguous figure(s), not settled (see below)"
+    if run is None:
+        return text
+    cold = [c for c in run.coldstarts if c.failed]
+    if cold:
+        text += f"; {len(cold)} cold start(s) failed: {_first(c.benchmark for c in cold)}"
+    if run.not_compared:
+        named = (
+            c.benchmark + ("" if c.status is Status.NOT_COMPARED else f" ({c.status.value})")
+            for c in run.not_compared
+        )
+        text += f"; {len(run.not_compared)} not compared: {_first(named)}"
+    return text
+
+
+def _first(names: Iterable[str], n: int = 3) -> str:
+    listed = list(names)
+    return ", ".join(_escape(name) for name in listed[:n]) + (", …" if len(listed) > n else "")
+
+
+def unshown(diffs: Sequence[BenchmarkDiff], run: RunOutcome | None) -> list[str]:
+    """The first line of each reason the run fails, less the regressions its diffs show."""
+    if run is None or not run.decision.failed:
+        return []
+    shown = tuple(f"{d.benchmark}: " for d in diffs if d.failed)
+    listed = [r.strip().splitlines()[0] for r in run.decision.reasons if r.strip()]
+    return [r for r in listed if not r.startswith(shown)]
+
+
+def reasons(diffs: Sequence[BenchmarkDiff], run: RunOutcome | None) -> list[str]:
+    """Why the run fails (exit 1), the first line of each reason, less the regressions the
+    sections below show; nothing when it passes."""
+    listed = unshown(diffs, run)
+    if not listed:
+        return []
+    return ["**The run fails (exit status 1):**", "", *(f"- {_cell(r)}" for r in listed), ""]
+
+
+def not_compared_table(run: RunOutcome | None) -> list[str]:
+    if run is None or not run.not_compared:
+        return []
+    rows = ["#### Not compared", "", "| benchmark | why | command to fix |", "|---|---|---|"]
+    for case in run.not_compared:
+        fix = f"`{case.fix}`" if case.fix and "`" not in case.fix else (_cell(case.fix) or labels.DASH)
+        rows.append(f"| {_cell(case.benchmark)} | {_cell(case.status.value)}: {_cell(case.reason)} | {fix} |")
+    return [*rows, ""]
+
+
+def _seconds(us: float | None) -> str:
+    if us is None:
+        return labels.DASH
+    return f"{us / 1e6:.2f} s" if us >= 1e6 else f"{us / 1e3:.0f} ms"
+
+
+def coldstart_table(run: RunOutcome | None) -> list[str]:
+    """Every phase of every cold start: baseline, current, delta, threshold and verdict."""
+    if run is None or not run.coldstarts:
+        return []
+    rows = [
+        "#### Cold starts",
+        "",
+        "| cold start | phase | baseline | current | delta | threshold | verdict |",
+        "|---|---|--:|--:|--:|--:|---|",
+    ]
+    for comparison in run.coldstarts:
+        for d in comparison.deltas:
+            verdict = labels.verdict(d.verdict)
+            if d in comparison.failures:
+                verdict = f"**{verdict}**"
+            rows.append(
+                f"| {_cell(comparison.benchmark)} | {_cell(d.name)} | {_seconds(d.baseline_us)} | "
+                f"{_seconds(d.current_us)} | {pct(d.delta_pct)} | {100 * d.threshold.rel:g} % / "
+                f"{_seconds(d.threshold.floor_us)} | {verdict} |"
+            )
+    return [*rows, ""]
+
+
+def why_unsettled(delta: Delta) -> str:
+    """Why a figure's verdict is not settled: the judge's reason, or the noise it is inside."""
+    if delta.note:
+        return delta.note
+    parts = ["over threshold but inside the noise"]
+    if delta.p_value is not None:
+        parts.append(f"p = {delta.p_value:.3g}")
+    if delta.noise_pct:
+        parts.append(f"round spread {delta.noise_pct:.1f} %")
+    return ", ".join(parts)
+
+
+def unsettled(comparisons: Sequence[Comparison]) -> list[tuple[Comparison, Delta]]:
+    """The total, layers and phases whose verdict is ambiguous or inconclusive, failing or not
+    (kernels are shown with their layer)."""
+    return [
+        (c, d) for c in comparisons for d in c.deltas if d.verdict in UNSETTLED and d.scope.value != "kernel"
+    ]
+
+
+def unsettled_table(diffs: Sequence[BenchmarkDiff]) -> list[str]:
+    found = unsettled([d.comparison for d in diffs])
+    if not found:
+        return []
+    rows = [
+        "#### Not settled (neither a pass nor a regression)",
+        "",
+        "| benchmark | what | delta | verdict | why |",
+        "|---|---|--:|---|---|",
+    ]
+    rows += [
+        f"| {_cell(c.benchmark)} | `{d.name.replace('`', '').replace('|', '/')}` | {pct(d.delta_pct)} | "
+        f"{labels.verdict(d.verdict)} | {_cell(why_unsettled(d))} |"
+        for c, d in found
+    ]
+    return [*rows, ""]

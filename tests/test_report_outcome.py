@@ -1,0 +1,155 @@
+"""report.md and the terminal say how the whole run ended: the headline's mark is the run's
+decision, benchmarks not compared have a table (why, command to fix), cold starts have a table of
+their phases, and figures that are not settled (ambiguous, inconclusive) show why, not as
+"within threshold"."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+from real_data import slowed_item
+
+from kernelgate.config import Scope, Threshold, record_command
+from kernelgate.report import publish
+from kernelgate.report.sections import RunOutcome
+from kernelgate.report.terminal import unsettled_lines
+from kernelgate.verdict import policy
+from kernelgate.verdict.compare import Comparison, Delta, Verdict
+
+V11 = "benchmarks/test_yolo.py::test_yolo[yolo11n-fp16-bs1-640]"
+
+
+def phase(name: str, base_ms: float, now_ms: float, verdict: Verdict) -> Delta:
+    return Delta(Scope.PHASE, name, "warm", 1e3 * base_ms, 1e3 * now_ms, Threshold(0.25, 250e3), verdict)
+
+
+COLD = Comparison(
+    "yolov8n-fp16-bs1-640-warm",
+    "sm90-nvidia-h200",
+    (
+        phase("total", 4100.0, 6900.0, Verdict.REGRESSED),
+        phase("import_torch", 1900.0, 1950.0, Verdict.UNCHANGED),
+        phase("first_forward", 900.0, 3600.0, Verdict.REGRESSED),
+    ),
+    frozenset({Verdict.REGRESSED}),
+)
+
+
+def passing_item() -> publish.Item:
+    """The real pair, its failures turned into verdicts that pass (one layer ambiguous)."""
+    item = slowed_item()
+    deltas = []
+    for d in item.comparison.deltas:
+        if d in item.comparison.failures:
+            d = dataclasses.replace(
+                d, verdict=Verdict.AMBIGUOUS if d.name == "model.2" else Verdict.UNCHANGED
+            )
+        deltas.append(d)
+    return dataclasses.replace(item, comparison=dataclasses.replace(item.comparison, deltas=tuple(deltas)))
+
+
+def test_a_benchmark_without_a_baseline_makes_the_headline_fail(tmp_path: Path) -> None:
+    missing = policy.Case("yolo11n-fp16-bs1-640", policy.Status.NO_BASELINE, "no baseline in baselines/x",
+                          record_command(V11))  # fmt: skip
+    item = passing_item()
+    decision = policy.decide([policy.Case.of(item.comparison), missing], policy.ExitPolicy())
+    published = publish.publish([item], tmp_path, run=RunOutcome(decision, (missing,)))
+    assert published.failed
+    text = (tmp_path / "report.md").read_text()
+    headline = text.splitlines()[1]
+    assert headline.startswith("### ❌ kernelgate: no regression in 1 benchmark(s)")
+    assert headline.endswith("; 1 not compared: yolo11n-fp16-bs1-640 (no baseline)")
+    assert "**The run fails (exit status 1):**" in text
+    assert "- yolo11n-fp16-bs1-640: no baseline: no baseline in baselines/x; fix: pytest 'benchmarks/" in text
+    assert (
+        "| yolo11n-fp16-bs1-640 | no baseline: no baseline in baselines/x | "
+        f"`pytest '{V11}' --kernelgate-save` |"
+    ) in text
+
+
+def test_an_ambiguous_layer_is_shown_as_not_settled_with_why(tmp_path: Path) -> None:
+    item = passing_item()
+    decision = policy.decide([policy.Case.of(item.comparison)], policy.ExitPolicy())
+    publish.publish([item], tmp_path, run=RunOutcome(decision))
+    text = (tmp_path / "report.md").read_text()
+    headline = text.splitlines()[1]
+    assert headline.startswith("### ✅ kernelgate: no regression")
+    assert headline.endswith("; 1 ambiguous figure(s), not settled (see below)")
+    assert "#### Not settled (neither a pass nor a regression)" in text
+    assert (
+        "| yolov8n-fp16-bs1-640 | `model.2` | +" in text and "| ambiguous | over threshold but inside" in text
+    )
+    assert "| 23 of 24 (1 not settled) |" in text  # not counted as within threshold
+    (line,) = unsettled_lines([item.comparison])
+    assert line.startswith("not settled: yolov8n-fp16-bs1-640 model.2 ambiguous (+")
+    assert "over threshold but inside the noise" in line
+
+
+def test_cold_starts_have_a_table_of_their_phases(tmp_path: Path) -> None:
+    decision = policy.decide([policy.Case.of(COLD)], policy.ExitPolicy())
+    assert decision.failed
+    publish.publish([], tmp_path, run=RunOutcome(decision, (), (COLD,)))
+    text = (tmp_path / "report.md").read_text()
+    assert text.splitlines()[1].startswith("### ❌ kernelgate: no benchmark compared")
+    assert "#### Cold starts" in text
+    assert "| yolov8n-fp16-bs1-640-warm | first\\_forward | 900 ms | 3.60 s | +300.0 % | 25 % / 250 ms | " \
+           "**regressed** |" in text  # fmt: skip
+    assert (
+        "| yolov8n-fp16-bs1-640-warm | import\\_torch | 1.90 s | 1.95 s | +2.6 % | 25 % / 250 ms "
+        "| unchanged |" in text
+    )
+
+
+def test_report_of_a_run_with_every_outcome_golden(tmp_path: Path) -> None:
+    """A passing benchmark with an ambiguous layer, one without a baseline, one that crashed, and
+    a regressed cold start: the headline, why the run fails, and the three tables."""
+    from real_data import GOLDEN, check_golden
+
+    item = passing_item()
+    missing = policy.Case("yolo11n-fp16-bs1-640", policy.Status.NO_BASELINE, "no baseline in baselines/x",
+                          record_command(V11))  # fmt: skip
+    node = "benchmarks/test_yolo.py::TestGraph::test_yolo[yolov8n-graph]"
+    crashed = policy.Case(
+        node, policy.Status.NOT_COMPARED, "RuntimeError: CUDA error: out of memory", f"pytest '{node}'"
+    )
+    cases = [policy.Case.of(item.comparison), missing, crashed, policy.Case.of(COLD)]
+    run = RunOutcome(policy.decide(cases, policy.ExitPolicy()), (missing, crashed), (COLD,))
+    publish.publish([item], tmp_path, run=run)
+    text = (tmp_path / "report.md").read_text()
+    check_golden(GOLDEN / "report_outcome.md", text.split("<details>")[0])
+
+
+def test_a_runner_that_failed_on_a_benchmark_not_compared_fails_the_merged_report(tmp_path: Path) -> None:
+    """The merged PR comment agrees with each runner's exit: a runner whose compared benchmarks
+    passed but which had a configuration without a baseline, and one that compared nothing."""
+    from kernelgate.report import merge
+
+    missing = policy.Case("yolo11n-fp16-bs1-640", policy.Status.NO_BASELINE, "no baseline in baselines/x",
+                          record_command(V11))  # fmt: skip
+    item = passing_item()
+    decision = policy.decide([policy.Case.of(item.comparison), missing], policy.ExitPolicy())
+    publish.publish([item], tmp_path / "h200", run=RunOutcome(decision, (missing,), (), item.comparison.arch))
+    empty = policy.decide(
+        [missing], policy.ExitPolicy(), "kernelgate: nothing was compared: 1 gate benchmark"
+    )
+    publish.publish([], tmp_path / "a100", run=RunOutcome(empty, (missing,), (), "sm80-nvidia-a100"))
+
+    merged = merge.merge([tmp_path / "h200", tmp_path / "a100"], tmp_path / "merged")
+    assert merged.failed
+    text = (tmp_path / "merged" / "report.md").read_text()
+    headline = text.splitlines()[1]
+    assert headline.startswith("### ❌ kernelgate: failed on 2 of 2 architecture(s): ")
+    assert "sm90-nvidia-h200 (0 of 1 benchmarks; 1 more reason(s) its run failed)" in headline
+    assert "sm80-nvidia-a100 (0 of 0 benchmarks; 2 more reason(s) its run failed)" in headline
+    assert "- yolo11n-fp16-bs1-640: no baseline: no baseline in baselines/x; fix: " in text
+    assert "- kernelgate: nothing was compared: 1 gate benchmark" in text
+
+
+def test_the_reasons_a_run_fails_keep_no_layer_name_in_a_redacted_report(tmp_path: Path) -> None:
+    item = slowed_item()
+    decision = policy.decide([policy.Case.of(item.comparison)], policy.ExitPolicy())
+    assert "model.2" in decision.reasons[0]  # the terminal keeps the real names
+    publish.publish([item], tmp_path, redact=True, run=RunOutcome(decision, (), (), item.comparison.arch))
+    for name in ("report.md", "report.json", "report-data.json", "report.html"):
+        assert "model.2" not in (tmp_path / name).read_text(), name
