@@ -170,4 +170,4 @@ def test_report_of_a_file_without_baseline_says_not_compared_and_exits_1(
         "### ❌ kernelgate: no benchmark compared; 1 not compared: yolov8n-fp16-bs1-640 (no baseline)" in text
     )
     assert "| benchmark | why | command to fix |" in text
-    assert "`pytest benchmarks --kernelgate-save -k 'yolov8n-fp16-bs1-640'`" in text
+    assert "`pytest 'benchmarks/test_yolo.py::test_yolo[yolov8n-fp16-bs1-640]' --kernelgate-save`" in text

@@ -46,7 +46,7 @@ def test_an_unreliable_result_is_not_compared(tmp_path: Path, capsys: pytest.Cap
     assert out == (
         "yolov8n-fp16-bs1-640: not compared: the current result is unreliable "
         "(kernels per iteration differ (iteration 0: 0; the other 19: 450))\n"
-        "  fix: pytest benchmarks -k 'yolov8n-fp16-bs1-640' (measure it again)\n"
+        "  fix: pytest 'benchmarks/test_yolo.py::test_yolo[yolov8n-fp16-bs1-640]' (measure it again)\n"
     )
 
 

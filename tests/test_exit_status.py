@@ -151,13 +151,15 @@ def test_one_run_one_answer_when_a_configuration_has_no_baseline(
     result = pytester.runpytest_subprocess(*ARGS)
     result.assert_outcomes(passed=1, failed=1)
     assert result.ret == 1
-    result.stdout.fnmatch_lines(["FAILED tiny-b: no baseline: no baseline in *; fix: pytest benchmarks*"])
+    result.stdout.fnmatch_lines(
+        ["FAILED tiny-b: no baseline: no baseline in *; fix: pytest test_suite.py::test_b --kernelgate-save"]
+    )
     markdown = (pytester.path / ".kernelgate" / "report" / "report.md").read_text()
     headline = markdown.splitlines()[1]
     assert headline.startswith("### ❌ kernelgate: no regression in 1 benchmark(s) on cpu-")
     assert headline.endswith("; 1 not compared: tiny-b (no baseline)")
     assert "| tiny-b | no baseline: no baseline in " in markdown
-    assert "`pytest benchmarks --kernelgate-save -k 'tiny-b'`" in markdown
+    assert "`pytest test_suite.py::test_b --kernelgate-save`" in markdown
 
     (base,) = pytester.path.glob("baselines/cpu-*/0001_kernelgate.json")
     (current,) = pytester.path.glob(".kernelgate/results/cpu-*/0001_kernelgate.json")

@@ -63,7 +63,8 @@ class _Group:
 # what a child must not get: it writes its own record and nothing of the parent's
 PARENT_ONLY = {
     "--kernelgate-save", "--kernelgate-append", "--kernelgate-out", "--kernelgate-confirm-out",
-    "--kernelgate-report-dir", "--kernelgate-history",
+    "--kernelgate-report-dir", "--kernelgate-history", "--kernelgate-replace-unreadable",
+    "--kernelgate-keep-round",
 }  # fmt: skip
 
 

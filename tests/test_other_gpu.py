@@ -38,6 +38,8 @@ def gate(root: Path, allow: bool) -> KernelGate:
     kg.state = State(GateConfig(baseline_dir=root), Options(allow_other_gpu=allow))
     kg.benchmark = types.SimpleNamespace(fullname=FULLNAME)
     kg.node_name, kg.device = "test_yolo", "cuda"
+    where = types.SimpleNamespace(rootpath=root, invocation_params=types.SimpleNamespace(dir=root))
+    kg.node = types.SimpleNamespace(nodeid=FULLNAME, config=where)
     return kg
 
 

@@ -97,7 +97,8 @@ def test_kernelgate_report_applies_the_checks_of_compare(
     )
     code, out = run(capsys, "report", str(scaled(tmp_path, 1e250)), str(BASE), "--out", str(tmp_path / "r2"))
     assert code == 1 and "not compared: the baseline's forward takes" in out
-    assert not (tmp_path / "r2" / "report.md").exists()  # nothing compared, nothing reported as a pass
+    report = (tmp_path / "r2" / "report.md").read_text(encoding="utf-8")  # never reported as a pass
+    assert report.splitlines()[1].startswith("### ❌ kernelgate: no benchmark compared; 1 not compared")
 
 
 def test_match_by_node_id_then_by_a_unique_benchmark_id() -> None:
