@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 pytestmark = pytest.mark.filterwarnings("ignore::pytest.PytestAssertRewriteWarning")
@@ -131,3 +133,44 @@ def test_slow_layer_option_is_validated(pytester: pytest.Pytester) -> None:
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--kernelgate-slow-layer=model.2:zero")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*--kernelgate-slow-layer*model.2:zero*whole number*"])
+
+
+def test_the_session_state_is_written_in_one_place() -> None:
+    """Only plugin/session.py assigns to, or appends to, a field of the session state: every other
+    module calls one of State's methods (so what a run holds can be read from one class)."""
+    import ast
+
+    import kernelgate
+
+    mutators = {"append", "extend", "insert", "pop", "remove", "clear", "sort", "update", "setdefault"}
+
+    def state_field(node: ast.expr) -> bool:  # `state.FIELD` or `<anything>.state.FIELD`
+        if not isinstance(node, ast.Attribute):
+            return False
+        owner = node.value
+        return (isinstance(owner, ast.Name) and owner.id == "state") or (
+            isinstance(owner, ast.Attribute) and owner.attr == "state"
+        )
+
+    root = Path(kernelgate.__file__).parent
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        if path == root / "plugin" / "session.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            targets: list[ast.expr] = []
+            if isinstance(node, ast.Assign):
+                targets = list(node.targets)
+            elif isinstance(node, (ast.AugAssign, ast.AnnAssign)):
+                targets = [node.target]
+            elif (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr in mutators
+            ):
+                targets = [node.func.value]
+            for target in targets:
+                inner = target.value if isinstance(target, ast.Subscript) else target
+                if state_field(inner):
+                    found.append(f"{path.relative_to(root)}:{node.lineno}")
+    assert found == []

@@ -66,7 +66,7 @@ def run(kg: KernelGate, spec: ChildSpec, scenario: str, runs: int, prime: bool) 
     kg.benchmark.extra_info[EXTRA_KEY] = record.to_json()
     result = carrier(record)
     if stats is not None:
-        kg.state.measured.append(
+        kg.state.add_measured(
             Entry(kg.benchmark.fullname, result, bench_fields(stats, kg.benchmark.fullname, record))
         )
     elif kg.state.options.save:
@@ -92,10 +92,10 @@ def run(kg: KernelGate, spec: ChildSpec, scenario: str, runs: int, prime: bool) 
     if comparison.failed and kg.state.config.confirm:  # the same-host judge decides at session end
         from kernelgate.plugin.samehost import COLDSTART, Suspect
 
-        kg.state.suspects.append(Suspect(kg.node.nodeid, COLDSTART, comparison, base.to_json()))
+        kg.state.add_suspect(Suspect(kg.node.nodeid, COLDSTART, comparison, base.to_json()))
         return record
-    kg.state.comparisons.append(comparison)
-    kg.state.notes.append(summary(comparison))
+    kg.state.add_comparison(comparison)
+    kg.state.note(summary(comparison))
     if comparison.failed:
         changes = envdiff.changes(base.environment, record.environment)
         text = scenario_failure(comparison, base, record, shown(path), changes, target=kg.target)

@@ -52,10 +52,10 @@ def write(
             keep_round=state.options.keep_round,
         )
     except baseline.BaselineError as exc:
-        state.errors.append(f"NOT SAVED: {exc}")
+        state.add_error(f"NOT SAVED: {exc}")
         return False
-    state.notes.extend(notes)
-    state.written.append(path)
+    state.note(*notes)
+    state.add_written(path)
     return True
 
 
@@ -96,17 +96,18 @@ def finish(session: pytest.Session) -> None:
                 (e.fullname, e.measurement.arch, e.measurement.benchmark, e.measurement.total.samples)
                 for e in reliable
             ]
-            state.notes += keep_for_baselines(runs, state.options.out_dir, state.config.baseline_dir)
+            state.note(*keep_for_baselines(runs, state.options.out_dir, state.config.baseline_dir))
     ran = not any(session.config.getoption(o, False) for o in ("collectonly", "setuponly", "setupplan"))
-    state.decision = policy.decide(
+    decision = policy.decide(
         cases(session.config, state),
         policy.ExitPolicy.of(state.config),
         state.nothing_compared() if ran else None,
         state.errors,
     )
+    state.set_decision(decision)
     if state.comparisons or state.missing or state.unreliable or state.failed:
         report(session.config, state)
-    if state.decision.failed and session.exitstatus == pytest.ExitCode.OK:
+    if decision.failed and session.exitstatus == pytest.ExitCode.OK:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
@@ -151,7 +152,7 @@ def report(config: pytest.Config, state: State) -> None:
 
     history = config.getoption("kernelgate_history")
     items, notes = session_items(state, Path(history) if history else None)
-    state.notes += notes
+    state.note(*notes)
     assert state.decision is not None
     run = RunOutcome(
         state.decision,
@@ -165,7 +166,7 @@ def report(config: pytest.Config, state: State) -> None:
     try:
         config.stash[REPORT_KEY] = publish(items, folder, redact=_redacting(config), run=run)
     except Exception as exc:  # a broken report must not hide the gate's verdict, which stands
-        state.notes.append(
+        state.note(
             f"kernelgate: the report in {folder} could not be written ({type(exc).__name__}: {exc}); "
             "the verdicts above stand. Rerun offline: kernelgate report BASELINE.json "
             f"{state.options.out_dir}/results/<arch>/0001_kernelgate.json --out {folder}"

@@ -89,7 +89,7 @@ def _fails_alone(
             import torch
 
             broken = faults.note(torch, exc, self.node_name)
-            self.state.cuda_broken = self.state.cuda_broken or broken
+            self.state.set_cuda_broken(broken)
             self._failed_before_comparing(before, exc)
             raise
 
@@ -118,7 +118,7 @@ class KernelGate:
         exception or is marked xfail (:mod:`kernelgate.verdict.policy`)."""
         if self.state.outcomes() == before:
             text = str(getattr(exc, "msg", None) or exc).strip().splitlines()
-            self.state.failed.append((self.node.nodeid, f"{type(exc).__name__}: {text[0] if text else ''}"))
+            self.state.add_failed((self.node.nodeid, f"{type(exc).__name__}: {text[0] if text else ''}"))
 
     def yolo(
         self,
@@ -250,7 +250,7 @@ class KernelGate:
 
     def _unreliable(self, result: measure.Measurement, trace_path: Path) -> None:
         """An unreliable profile is never compared (nor saved); fail or warn as configured."""
-        self.state.unreliable.append(result.benchmark)
+        self.state.add_unreliable(result.benchmark)
         message = "\n".join(
             [
                 f"kernelgate: {result.benchmark} on {result.arch}: the profile cannot be trusted, so it was "
@@ -307,7 +307,7 @@ class KernelGate:
                 k: dataclasses.asdict(v) if dataclasses.is_dataclass(v) and not isinstance(v, type) else v
                 for k, v in bench["params"].items()
             }
-        self.state.measured.append(baseline.Entry(self.benchmark.fullname, result, bench))
+        self.state.add_measured(baseline.Entry(self.benchmark.fullname, result, bench))
 
     def _gate(self, result: measure.Measurement, layers: Layers) -> Comparison | None:
         found = self.baseline_entry(result)
@@ -323,11 +323,9 @@ class KernelGate:
             # a suspect: base and head on this runner decide at the end of the session
             from kernelgate.plugin.samehost import KERNEL, Suspect
 
-            self.state.suspects.append(
-                Suspect(self.node.nodeid, KERNEL, comparison, entry.measurement.to_json())
-            )
+            self.state.add_suspect(Suspect(self.node.nodeid, KERNEL, comparison, entry.measurement.to_json()))
             return comparison
-        self.state.comparisons.append(comparison)
+        self.state.add_comparison(comparison)
         if comparison.failed:
             changes = envdiff.changes(entry.measurement.environment, result.environment)
             text = failure_message(comparison, dict(layers.types), shown(path), changes, target=self.target)
@@ -362,14 +360,14 @@ class KernelGate:
             pytest.fail(text, pytrace=False)
         if differences or path.parent.name != result.arch:
             listed = "; ".join(str(d) for d in differences) or f"{path.parent.name} for {result.arch}"
-            self.state.notes.append(
+            self.state.note(
                 f"{result.benchmark}: compared with another GPU's baseline ({listed}), "
                 f"as {envdiff.OTHER_GPU_OPTION} asked"
             )
         return entry, path
 
     def _no_baseline(self, result: measure.Measurement, path: Path, others: list[str] | None = None) -> None:
-        self.state.missing.append(result.benchmark)
+        self.state.add_missing(result.benchmark)
         message = (
             f"kernelgate: no baseline for {result.benchmark!r} on {result.arch} "
             f"(looked in {shown(path)}). Record one on this machine: "

@@ -209,7 +209,9 @@ def kernelgate(request: pytest.FixtureRequest, benchmark: Any) -> KernelGate:
 def pytest_collection_finish(session: pytest.Session) -> None:
     state = session.config.stash.get(STATE_KEY, None)
     if state is not None:
-        state.gate_tests = [i.nodeid for i in session.items if "kernelgate" in getattr(i, "fixturenames", ())]
+        state.set_gate_tests(
+            [i.nodeid for i in session.items if "kernelgate" in getattr(i, "fixturenames", ())]
+        )
 
 
 @pytest.hookimpl(wrapper=True)
@@ -217,7 +219,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     report = yield
     state = item.config.stash.get(STATE_KEY, None)
     if state is not None and report.skipped and item.nodeid in state.gate_tests:
-        state.skipped.append(item.nodeid)
+        state.add_skipped(item.nodeid)
     return report
 
 
@@ -230,8 +232,7 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     state = node.config.stash.get(STATE_KEY, None)
     if state is not None:
         worker = str(node.gateway.id)
-        tests, seconds = state.busy.get(worker, (0, 0.0))
-        state.busy[worker] = (tests + (report.when == "call" or report.skipped), seconds + report.duration)
+        state.add_busy(worker, int(report.when == "call" or bool(report.skipped)), report.duration)
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:

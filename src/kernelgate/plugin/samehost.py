@@ -309,14 +309,11 @@ def judge_session(config: pytest.Config, state: State) -> None:
         judge.close()
     for suspect in state.suspects:
         decision = decisions[suspect.nodeid]
-        state.decisions.append(decision)
         merged = samehost.merged(suspect.screen, decision)
-        state.comparisons.append(merged)
-        state.judged.append(
-            Judged(
-                merged.benchmark, digest(suspect.baseline), decision.outcome.value, decision.reason, merged
-            )
+        judged = Judged(
+            merged.benchmark, digest(suspect.baseline), decision.outcome.value, decision.reason, merged
         )
+        state.add_decision(decision, merged, judged)
         log(f"kernelgate: {suspect.screen.benchmark}: {decision.outcome.value}: {decision.reason}")
         if not merged.failed:
             continue
@@ -336,6 +333,6 @@ def judge_session(config: pytest.Config, state: State) -> None:
                 + [f"  {d.verdict.value.upper()} {d.name}: {d.note}" for d in merged.failures]
             )
         # the terminal's message; the run fails on the merged comparison (kernelgate.verdict.policy)
-        state.judge_failures.append(
+        state.add_judge_failure(
             f"{decision.outcome.value.upper()} (same-host A/B): {decision.reason}\n{text}"
         )

@@ -86,6 +86,102 @@ class State:
     # how the run ends (kernelgate.verdict.policy), set at the end of the session
     decision: ExitDecision | None = None
 
+    # The writes. Every change of the session state goes through one of these methods, so that what
+    # a run holds can be read from this class alone (tests/test_plugin.py checks that no other
+    # module assigns to or appends to a field).
+
+    def add_measured(self, entry: Entry) -> None:
+        self.measured.append(entry)
+
+    def add_comparison(self, comparison: Comparison) -> None:
+        self.comparisons.append(comparison)
+
+    def add_suspect(self, suspect: Suspect) -> None:
+        self.suspects.append(suspect)
+
+    def add_missing(self, benchmark: str) -> None:
+        self.missing.append(benchmark)
+
+    def add_unreliable(self, benchmark: str) -> None:
+        self.unreliable.append(benchmark)
+
+    def add_failed(self, failure: tuple[str, str]) -> None:
+        """(node id, why) of a gate benchmark that raised before it had an outcome."""
+        self.failed.append(failure)
+
+    def add_skipped(self, nodeid: str) -> None:
+        self.skipped.append(nodeid)
+
+    def note(self, *texts: str) -> None:
+        self.notes.extend(texts)
+
+    def add_error(self, text: str) -> None:
+        """A session-level failure (the run exits 1); said once, however often it happens."""
+        if text not in self.errors:
+            self.errors.append(text)
+
+    def add_written(self, path: Path) -> None:
+        self.written.append(path)
+
+    def add_decision(self, decision: Decision, merged: Comparison, judged: Judged) -> None:
+        """The same-host judge's decision of a suspect, its merged comparison and what the results
+        file keeps of it."""
+        self.decisions.append(decision)
+        self.comparisons.append(merged)
+        self.judged.append(judged)
+
+    def add_judge_failure(self, text: str) -> None:
+        self.judge_failures.append(text)
+
+    def set_cuda_broken(self, why: str | None) -> None:
+        """The first benchmark whose CUDA error left the context unusable says why; later ones keep it."""
+        self.cuda_broken = self.cuda_broken or why
+
+    def set_gate_tests(self, nodeids: list[str]) -> None:
+        self.gate_tests = nodeids
+
+    def add_busy(self, worker: str, tests: int, seconds: float) -> None:
+        """pytest-xdist's controller: one more report of ``worker``'s."""
+        done, spent = self.busy.get(worker, (0, 0.0))
+        self.busy[worker] = (done + tests, spent + seconds)
+
+    def set_decision(self, decision: ExitDecision) -> None:
+        self.decision = decision
+
+    def absorb(
+        self,
+        gate_tests: list[str],
+        measured: list[Entry],
+        comparisons: list[Comparison],
+        baselines: dict[Path, dict[str, Entry]],
+        lists: dict[str, list[str]],
+        suspects: list[Suspect],
+    ) -> None:
+        """pytest-xdist's controller: what one worker measured and decided joins the session's."""
+        self.gate_tests += [t for t in gate_tests if t not in self.gate_tests]
+        self.measured += measured
+        self.comparisons += comparisons
+        for path, entries in baselines.items():
+            self.baselines.setdefault(path, {}).update(entries)
+        for name, items in lists.items():
+            getattr(self, name).extend(items)
+        self.suspects += suspects
+
+    def order_as_collected(self) -> None:
+        """Put the lists in the order pytest collected the tests (ties keep the order of arrival)."""
+        order = {nodeid: i for i, nodeid in enumerate(self.gate_tests)}
+        last = len(order)
+        node_of = {e.measurement.benchmark: e.fullname for e in self.measured}
+
+        def rank(name: str) -> int:
+            return order.get(node_of.get(name, ""), last)
+
+        self.measured.sort(key=lambda e: order.get(e.fullname, last))
+        self.comparisons.sort(key=lambda c: rank(c.benchmark))
+        self.missing.sort(key=rank)
+        self.unreliable.sort(key=rank)
+        self.skipped.sort(key=lambda nodeid: order.get(nodeid, last))
+
     def outcomes(self) -> int:
         """How many outcomes the session holds: a benchmark that adds none failed before comparing."""
         return len(self.comparisons) + len(self.suspects) + len(self.missing) + len(self.unreliable)

@@ -24,7 +24,6 @@ import json
 import os
 import re
 import sys
-from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -77,8 +76,7 @@ def receive(state: State, text: str | None, worker: str, error: object | None = 
                 "what they measured is missing from the results and the report. Fix the cause above and "
                 "rerun; to see a crash in full, run without -n."
             )
-            if message not in state.errors:  # workers that xdist restarts fail alike: say it once
-                state.errors.append(message)
+            state.add_error(message)  # workers that xdist restarts fail alike: said once
         return
     data = json.loads(text)
     if data.get("schema_version") != SCHEMA_VERSION:
@@ -86,44 +84,31 @@ def receive(state: State, text: str | None, worker: str, error: object | None = 
             f"worker {worker} sent kernelgate data of schema {data.get('schema_version')!r}, the controller "
             f"reads {SCHEMA_VERSION}: the worker and the controller run different kernelgate versions"
         )
-    state.gate_tests += [t for t in data["gate_tests"] if t not in state.gate_tests]
-    state.measured += [Entry.from_json(e) for e in data["measured"]]
-    state.comparisons += [Comparison.from_json(c) for c in data["comparisons"]]
-    for path, entries in data["baselines"].items():
-        known = state.baselines.setdefault(Path(path), {})
-        known.update({e.fullname: e for e in map(Entry.from_json, entries)})
-    for name in LISTS:
-        getattr(state, name).extend(data[name])
-    if data.get("suspects"):
-        from kernelgate.plugin.samehost import Suspect
+    from kernelgate.plugin.samehost import Suspect
 
-        state.suspects.extend(Suspect.from_json(s) for s in data["suspects"])
+    state.absorb(
+        data["gate_tests"],
+        [Entry.from_json(e) for e in data["measured"]],
+        [Comparison.from_json(c) for c in data["comparisons"]],
+        {Path(p): {e.fullname: e for e in map(Entry.from_json, es)} for p, es in data["baselines"].items()},
+        {name: data[name] for name in LISTS},
+        [Suspect.from_json(s) for s in data.get("suspects") or ()],
+    )
 
 
 def settle(state: State, workers: int = 0, slots: pinning.Slots | None = None) -> None:
     """Put the lists received from the workers in the order pytest collected the tests (a run
     without xdist has them in that order; ties keep the order of arrival), and say where they ran."""
-    order = {nodeid: i for i, nodeid in enumerate(state.gate_tests)}
-    last = len(order)
-    node_of = {e.measurement.benchmark: e.fullname for e in state.measured}
-
-    def by_benchmark(names: Iterable[str]) -> list[str]:
-        return sorted(names, key=lambda name: order.get(node_of.get(name, ""), last))
-
-    state.measured.sort(key=lambda e: order.get(e.fullname, last))
-    state.comparisons.sort(key=lambda c: order.get(node_of.get(c.benchmark, ""), last))
-    state.missing[:] = by_benchmark(state.missing)
-    state.unreliable[:] = by_benchmark(state.unreliable)
-    state.skipped.sort(key=lambda nodeid: order.get(nodeid, last))
+    state.order_as_collected()
     if workers and state.measured:
         where = f": {slots.summary()}" if slots is not None and slots.given else ""
-        state.notes.append(
+        state.note(
             f"kernelgate: {workers} pytest-xdist workers{where}; the gate timed its rounds itself "
             "(pytest-benchmark switches its own timing off under xdist)"
         )
         if state.busy:
             spread = ", ".join(f"{w} {n} tests in {s:.1f} s" for w, (n, s) in sorted(state.busy.items()))
-            state.notes.append(f"kernelgate: time in tests per worker: {spread}")
+            state.note(f"kernelgate: time in tests per worker: {spread}")
 
 
 # --- pinning: a GPU per worker --------------------------------------------------------------------
