@@ -151,7 +151,9 @@ def report(config: pytest.Config, state: State) -> None:
     from kernelgate.report.sections import RunOutcome
 
     history = config.getoption("kernelgate_history")
-    items, notes = session_items(state, Path(history) if history else None)
+    folders = state.config.baseline_dir, state.options.out_dir
+    found = state.measured, state.comparisons, state.baselines, folders
+    items, notes = session_items(*found, Path(history) if history else None)
     state.note(*notes)
     assert state.decision is not None
     run = RunOutcome(

@@ -9,10 +9,9 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from kernelgate.baseline import store as baseline
 from kernelgate.baseline.names import safe_name
@@ -28,9 +27,6 @@ from kernelgate.report.redact import Redactor
 from kernelgate.report.sections import RunOutcome
 from kernelgate.verdict import diff
 from kernelgate.verdict.compare import Comparison
-
-if TYPE_CHECKING:
-    from kernelgate.plugin.session import State
 
 MARKDOWN, HTML, JSON, TRACES = "report.md", "report.html", "report.json", "traces"
 
@@ -176,17 +172,26 @@ def load_history(
     return history, notes
 
 
-def session_items(state: State, history_dir: Path | None) -> tuple[list[Item], list[str]]:
-    """The compared benchmarks of a pytest session, with their baseline and current measurements."""
-    current = {e.measurement.benchmark: e for e in state.measured}
-    history, notes = load_history(history_dir, (e.fullname for e in state.measured))
+def session_items(
+    measured: Sequence[baseline.Entry],
+    comparisons: Sequence[Comparison],
+    baselines: Mapping[Path, Mapping[str, baseline.Entry]],
+    folders: tuple[Path, Path],
+    history_dir: Path | None,
+) -> tuple[list[Item], list[str]]:
+    """The compared benchmarks of a pytest session, with their baseline and current measurements
+    (``baselines``: the baseline files the session read; ``folders``: the baseline folder and the
+    run's output folder, where the traces are)."""
+    baseline_dir, out_dir = folders
+    current = {e.measurement.benchmark: e for e in measured}
+    history, notes = load_history(history_dir, (e.fullname for e in measured))
     items = []
-    for comparison in state.comparisons:
+    for comparison in comparisons:
         if not comparison.of(Scope.TOTAL):  # a cold start: its phases are in the terminal summary
             continue
         entry = current.get(comparison.benchmark)
-        path = baseline.path_for(state.config.baseline_dir, comparison.arch)
-        base = state.baselines.get(path, {}).get(entry.fullname) if entry is not None else None
+        path = baseline.path_for(baseline_dir, comparison.arch)
+        base = baselines.get(path, {}).get(entry.fullname) if entry is not None else None
         if entry is None or base is None:
             notes.append(
                 f"report: {comparison.benchmark} left out, its measurements were not kept "
@@ -199,8 +204,8 @@ def session_items(state: State, history_dir: Path | None) -> tuple[list[Item], l
                 base.measurement,
                 entry.measurement,
                 tuple(history.get(entry.fullname, ())),
-                trace_store.baseline_trace(state.config.baseline_dir, comparison.arch, comparison.benchmark),
-                trace_store.current_trace(state.options.out_dir, entry.fullname),
+                trace_store.baseline_trace(baseline_dir, comparison.arch, comparison.benchmark),
+                trace_store.current_trace(out_dir, entry.fullname),
             )
         )
     return items, notes
