@@ -3,7 +3,8 @@
 The data flows through one subpackage per stage, each importing only those below it (the layers
 contract of import-linter in pyproject.toml):
 
-    plugin | cli -> coldstart -> report -> verdict -> baseline -> measure -> machine | models -> config
+    plugin | cli -> offline -> coldstart -> report -> verdict -> baseline -> measure -> machine | models
+        -> config
 
 ``models`` builds what is measured, ``measure`` profiles and attributes it, ``baseline`` stores it,
 ``verdict`` compares and judges, ``report`` renders, ``coldstart`` times fresh processes, and the

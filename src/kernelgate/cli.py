@@ -7,10 +7,11 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Sequence
+import traceback
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from kernelgate import config, offline
+from kernelgate import __version__, config, offline
 from kernelgate.baseline import store as baseline
 from kernelgate.coldstart import phases as coldstart
 from kernelgate.coldstart import runner as coldrunner
@@ -21,6 +22,9 @@ from kernelgate.machine import envdiff
 from kernelgate.machine.identity import detect_arch_key
 from kernelgate.measure.results import Measurement
 from kernelgate.verdict import policy
+
+# exit statuses: 0 pass, 1 a verdict failed the run, 2 bad input or usage, 3 kernelgate itself failed
+INTERNAL_ERROR = 3
 
 
 def _arch(args: argparse.Namespace) -> int:
@@ -274,8 +278,9 @@ def _groups(args: argparse.Namespace) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     given = list(sys.argv[1:] if argv is None else argv)
     if given[:2] == ["report", "merge"]:
-        return _merge(given[2:])
+        return _guarded("report merge", lambda: _merge(given[2:]))
     parser = argparse.ArgumentParser(prog="kernelgate", description=__doc__)
+    parser.add_argument("--version", action="version", version=f"kernelgate {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     arch = sub.add_parser("arch", help="print this machine's baseline key (read through NVML)")
     arch.add_argument("--cpu", action="store_true", help="the key of CPU mode")
@@ -371,7 +376,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(given)
     if getattr(args, "rounds", 1) < 1:
         parser.error(f"--rounds {args.rounds}: give 1 or more")
-    return int(args.run(args))
+    return _guarded(args.command, lambda: int(args.run(args)))
+
+
+def _guarded(command: str, run: Callable[[], int]) -> int:
+    """Run a command; an unexpected exception exits INTERNAL_ERROR with the traceback, never 1
+    (a regression) or 0."""
+    try:
+        return run()
+    except Exception as exc:  # a bug or an unforeseen input: never the exit status of a verdict
+        traceback.print_exc()
+        print(
+            f"kernelgate {command}: internal error ({type(exc).__name__}: {exc}). Exit status "
+            f"{INTERNAL_ERROR} is not a verdict: nothing was judged. Please report it with the "
+            f"traceback above and the version (kernelgate {__version__}).",
+            file=sys.stderr,
+        )
+        return INTERNAL_ERROR
 
 
 if __name__ == "__main__":
