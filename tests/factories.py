@@ -19,6 +19,14 @@ from kernelgate.measure.results import Dist, KernelStat, LayerStat, Measurement
 N = 5
 BENCHMARK = "yolov8n-fp16-bs1-640"
 ARCH = "sm90-nvidia-h200"
+# the node id of the yolov8n fp16 gate test, and pytest-benchmark metadata for baseline documents
+V8 = "benchmarks/test_yolo.py::test_yolo[yolov8n-fp16-bs1-640]"
+META: dict[str, Any] = {
+    "machine_info": {"node": "gpu-runner-1"},
+    "commit_info": {"id": "c651edc"},
+    "created": "2026-11-24T07:00:00+00:00",
+    "pytest_benchmark_version": "5.2.3",
+}
 
 Samples = float | Sequence[float]
 

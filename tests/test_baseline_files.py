@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from factories import ARCH, entry
+from factories import ARCH, META, V8, entry
 
 from kernelgate.baseline import store as baseline
 from kernelgate.baseline.store import FILE_NAME, BaselineError
@@ -18,13 +18,6 @@ from kernelgate.config import GateConfig
 from kernelgate.plugin.session import Options, State
 
 REPO = Path(__file__).resolve().parents[1]
-V8 = "benchmarks/test_yolo.py::test_yolo[yolov8n-fp16-bs1-640]"
-META: dict[str, Any] = {
-    "machine_info": {"node": "gpu-runner-1"},
-    "commit_info": {"id": "c651edc"},
-    "created": "2026-11-24T07:00:00+00:00",
-    "pytest_benchmark_version": "5.2.3",
-}
 
 
 def save(path: Path, **kwargs: Any) -> list[str]:

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from factories import ARCH, entry, measurement
+from factories import ARCH, META, V8, entry, measurement
 
 from kernelgate import config
 from kernelgate.baseline import rounds
@@ -21,13 +21,6 @@ from kernelgate.verdict import yardstick
 from kernelgate.verdict.compare import Verdict, noise_aware_rule
 
 REPO = Path(__file__).resolve().parents[1]
-V8 = "benchmarks/test_yolo.py::test_yolo[yolov8n-fp16-bs1-640]"
-META: dict[str, Any] = {
-    "machine_info": {"node": "gpu-runner-1"},
-    "commit_info": {"id": "c651edc"},
-    "created": "2026-11-24T07:00:00+00:00",
-    "pytest_benchmark_version": "5.2.3",
-}
 
 
 def layer(us: float) -> Any:
