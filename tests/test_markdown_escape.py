@@ -79,3 +79,16 @@ def test_a_hostile_arch_stays_text_in_the_merged_report(tmp_path: Path) -> None:
     headline = text.splitlines()[1]
     assert escape.plain(HOSTILE_ARCH) in headline and escape.plain(HOSTILE_ARCH + "-missing") in headline
     assert HOSTILE_ARCH in merged.lines()[0]  # the terminal shows the key as it is
+
+
+def test_the_not_compared_table_keeps_a_hostile_id_and_fix_in_their_cells() -> None:
+    from kernelgate.report.sections import RunOutcome, not_compared_table
+    from kernelgate.verdict.policy import Case, ExitDecision, Status
+
+    case = Case("<script>x</script>|`id`", Status.NOT_COMPARED, "why", "pytest 'a|b' `x`")
+    rows = not_compared_table(RunOutcome(ExitDecision(True), (case,)))
+    row = next(r for r in rows if "script" in r)
+    assert "<script>" not in row and "\\<script\\>" in row
+    # four unescaped pipes: the row's own three cells, nothing more
+    assert row.replace("\\|", "").count("|") == 4
+    assert "`` pytest 'a\\|b' `x` ``" in row  # fenced past its own backticks

@@ -10,6 +10,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from kernelgate.report import labels
+from kernelgate.report.escape import code, plain
 from kernelgate.report.labels import pct
 from kernelgate.verdict.compare import Comparison, Delta, Verdict
 from kernelgate.verdict.diff import BenchmarkDiff
@@ -29,14 +30,9 @@ class RunOutcome:
     arch: str = ""  # the run's architecture key (a run that compared nothing has no diff to name it)
 
 
-def _escape(text: str) -> str:
-    for char in "\\`*_[]<>|#~":
-        text = text.replace(char, "\\" + char)
-    return text
-
-
 def _cell(text: str) -> str:
-    return _escape(" ".join(text.split()))
+    """A table cell or list item: one line, runs of blanks as one, Markdown escaped."""
+    return plain(" ".join(text.split()))
 
 
 def mark(diffs: Sequence[BenchmarkDiff], run: RunOutcome | None) -> str:
@@ -68,7 +64,7 @@ def headline_suffix(diffs: Sequence[BenchmarkDiff], run: RunOutcome | None) -> s
 
 def _first(names: Iterable[str], n: int = 3) -> str:
     listed = list(names)
-    return ", ".join(_escape(name) for name in listed[:n]) + (", …" if len(listed) > n else "")
+    return ", ".join(plain(name) for name in listed[:n]) + (", …" if len(listed) > n else "")
 
 
 def unshown(diffs: Sequence[BenchmarkDiff], run: RunOutcome | None) -> list[str]:
@@ -94,7 +90,7 @@ def not_compared_table(run: RunOutcome | None) -> list[str]:
         return []
     rows = ["#### Not compared", "", "| benchmark | why | command to fix |", "|---|---|---|"]
     for case in run.not_compared:
-        fix = f"`{case.fix}`" if case.fix and "`" not in case.fix else (_cell(case.fix) or labels.DASH)
+        fix = code(case.fix) if case.fix else labels.DASH
         rows.append(f"| {_cell(case.benchmark)} | {_cell(case.status.value)}: {_cell(case.reason)} | {fix} |")
     return [*rows, ""]
 
@@ -159,7 +155,7 @@ def unsettled_table(diffs: Sequence[BenchmarkDiff]) -> list[str]:
         "|---|---|--:|---|---|",
     ]
     rows += [
-        f"| {_cell(c.benchmark)} | `{d.name.replace('`', '').replace('|', '/')}` | {pct(d.delta_pct)} | "
+        f"| {_cell(c.benchmark)} | {code(d.name)} | {pct(d.delta_pct)} | "
         f"{labels.verdict(d.verdict)} | {_cell(why_unsettled(d))} |"
         for c, d in found
     ]
