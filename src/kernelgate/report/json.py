@@ -93,6 +93,7 @@ def benchmark(diff: BenchmarkDiff) -> dict[str, Any]:
             for g in diff.groups
         ],
         "layers": [_layer(lay, failures) for lay in diff.layers],
+        "origins": list(diff.comparison.origins),  # kernelgate.verdict.origin: the layers to look at first
         "failing_kernels_outside_failing_layers": [delta(k, True) for k in diff.stray_kernels],
         "hints": _hints(diff.hints),
         "environment": [{**_value(e), "changed": e.changed} for e in diff.environment],

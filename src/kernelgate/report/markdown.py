@@ -41,17 +41,23 @@ def summary_name(layer: LayerDiff) -> str:
     return f"<code>{html.escape(layer.delta.name)}</code> {html.escape(layer.type)}".rstrip()
 
 
-def _what(diff: BenchmarkDiff) -> list[tuple[float, str]]:
-    """(delta %, label) of what failed in one benchmark, worst first."""
+def _what(diff: BenchmarkDiff) -> list[tuple[tuple[bool, float], str]]:
+    """((not an origin, -delta %), label) of what failed in one benchmark: the origin of the
+    regression first (kernelgate.verdict.origin), then the worst."""
+    origins = diff.comparison.origins
     items = [
-        (lay.delta.delta_pct or 0.0, f"{pct(lay.delta.delta_pct)} {layer_name(lay)}")
+        (
+            (lay.delta.name not in origins, -(lay.delta.delta_pct or 0.0)),
+            f"{pct(lay.delta.delta_pct)} {layer_name(lay)}"
+            + (" (origin)" if lay.delta.name in origins else ""),
+        )
         for lay in diff.failing_layers
     ]
     items += [
-        (k.delta_pct or 0.0, f"{pct(k.delta_pct)} {code(kernel_label(k.name))} in {code(k.layer)}")
+        ((True, -(k.delta_pct or 0.0)), f"{pct(k.delta_pct)} {code(kernel_label(k.name))} in {code(k.layer)}")
         for k in diff.stray_kernels
     ]
-    return sorted(items, key=lambda item: -item[0])
+    return sorted(items, key=lambda item: item[0])
 
 
 def verdict_line(diffs: Sequence[BenchmarkDiff], name: Callable[[str], str] = str) -> str:
@@ -74,7 +80,7 @@ def verdict_line(diffs: Sequence[BenchmarkDiff], name: Callable[[str], str] = st
     items = [
         (v, t + (f" ({name(d.benchmark)})" if len(failed) > 1 else "")) for d in failed for v, t in _what(d)
     ]
-    items.sort(key=lambda item: -item[0])
+    items.sort(key=lambda item: item[0])
     worst = ", ".join(t for _, t in items[:VERDICT_LAYERS]) + (", …" if len(items) > VERDICT_LAYERS else "")
     if not counts:
         totals = ", ".join(f"{pct(d.total.delta.delta_pct)} ({name(d.benchmark)})" for d in failed)
@@ -239,13 +245,15 @@ def benchmark_section(diff: BenchmarkDiff, compact: bool = False) -> list[str]:
     if diff.total.failing:
         lines.append(_row("🔴", "**total**", total, ""))
     for lay in diff.failing_layers:
-        lines.append(_row("🔴", layer_name(lay), lay.delta, _changed_cell(lay)))
+        lines.append(_row("🔴", layer_name(lay) + _role(lay, diff), lay.delta, _changed_cell(lay)))
     for k in diff.stray_kernels:
         module, _, name = k.name.partition(" :: ")
         lines.append(
             _row("🔴", f"kernel in {code(k.layer)}: {code(module)} {code(kernel_label(name))}", k, "")
         )
     lines.append("")
+    lines += [f"Origin {code(lay.delta.name)}: {plain(lay.delta.note.split('origin: ', 1)[-1])}.\n"
+              for lay in diff.failing_layers if lay.delta.name in diff.comparison.origins]  # fmt: skip
     hints = [(layer_name(lay), h) for lay in diff.layers for h in lay.hints]
     hints += [(plain(diff.benchmark), h) for h in diff.hints]
     if hints:
@@ -274,6 +282,13 @@ def benchmark_section(diff: BenchmarkDiff, compact: bool = False) -> list[str]:
         lines += _details(f"Layers not over threshold: {summary}", LAYER_HEADER + _layer_rows(others))
     lines += _environment(diff)
     return lines
+
+
+def _role(lay: LayerDiff, diff: BenchmarkDiff) -> str:
+    """The layer's part in a regression with a named origin (kernelgate.verdict.origin)."""
+    if lay.delta.name in diff.comparison.origins:
+        return " **(origin)**"
+    return " (after the origin: may be shifted by it)" if "shifted by" in lay.delta.note else ""
 
 
 def _passing(diffs: Sequence[BenchmarkDiff]) -> list[str]:

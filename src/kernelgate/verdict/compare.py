@@ -27,6 +27,7 @@ from typing import Any
 from kernelgate.baseline.rounds import majority_spread
 from kernelgate.config import GateConfig, Policy, Scope, Threshold
 from kernelgate.measure.results import Dist, Measurement
+from kernelgate.verdict import origin
 
 DEFAULT_ALPHA = 0.01
 MIN_SAMPLES_FOR_TEST = 3
@@ -177,6 +178,7 @@ class Comparison:
     deltas: tuple[Delta, ...]
     fail_on: frozenset[Verdict]
     notes: tuple[str, ...] = ()
+    origins: tuple[str, ...] = ()  # layers named as the origin of the regression (kernelgate.verdict.origin)
 
     def of(self, scope: Scope, *verdicts: Verdict) -> tuple[Delta, ...]:
         return tuple(d for d in self.deltas if d.scope is scope and (not verdicts or d.verdict in verdicts))
@@ -187,7 +189,10 @@ class Comparison:
 
     @property
     def failures(self) -> tuple[Delta, ...]:
-        return tuple(d for d in self.deltas if d.verdict in self.fail_on)
+        """What fails, the origin layers first (in their order), the rest in execution order."""
+        failing = [d for d in self.deltas if d.verdict in self.fail_on]
+        first = [d for name in self.origins for d in failing if d.scope is Scope.LAYER and d.name == name]
+        return (*first, *(d for d in failing if d not in first))
 
     @property
     def failed(self) -> bool:
@@ -200,6 +205,7 @@ class Comparison:
             "arch": self.arch,
             "fail_on": sorted(v.value for v in self.fail_on),
             "notes": list(self.notes),
+            "origins": list(self.origins),
             "deltas": [d.to_json() for d in self.deltas],
         }
 
@@ -211,6 +217,7 @@ class Comparison:
             deltas=tuple(Delta.from_json(d) for d in data["deltas"]),
             fail_on=frozenset(Verdict(v) for v in data["fail_on"]),
             notes=tuple(str(n) for n in data.get("notes", ())),
+            origins=tuple(str(n) for n in data.get("origins", ())),
         )
 
 
@@ -313,8 +320,48 @@ def compare(
     notes = []
     if current.throttled:
         notes.append("the GPU reported a clock slowdown (power or thermal) while this was measured")
-    deltas = (total, *_mark_swaps(layers, kernels), *kernels)
-    return Comparison(current.benchmark, current.arch, deltas, fail_set(config), tuple(notes))
+    layers, origins = _attribute(_mark_swaps(layers, kernels), baseline, current, config.alpha)
+    deltas = (total, *layers, *kernels)
+    return Comparison(current.benchmark, current.arch, deltas, fail_set(config), tuple(notes), origins)
+
+
+def _attribute(
+    layers: list[Delta], baseline: Measurement, current: Measurement, alpha: float
+) -> tuple[list[Delta], tuple[str, ...]]:
+    """The layers with the origin of a regression named (:mod:`kernelgate.verdict.origin`). A layer
+    whose kernel set changed counts as an origin when it regressed or, under its threshold, when its
+    own samples moved up significantly (Mann-Whitney ``p < alpha``); then it fails too: the
+    configuration fails on the layers it shifted anyway, and the report must lead with it."""
+    if not any(d.verdict is Verdict.REGRESSED for d in layers):
+        return layers, ()
+    base = {lay.name: lay.time for lay in baseline.layers}
+    cur = {lay.name: lay.time for lay in current.layers}
+    p_values: dict[str, float] = {}
+    structural = {}
+    for name, what in origin.kernel_set_changes(baseline, current).items():
+        d = next((d for d in layers if d.name == name), None)
+        if d is None or name not in base or name not in cur or d.delta_us <= 0:
+            continue
+        p = d.p_value if d.verdict is Verdict.REGRESSED else mann_whitney_p(base[name], cur[name])
+        if d.verdict is Verdict.REGRESSED or (p is not None and p < alpha):
+            structural[name] = what
+            if p is not None:
+                p_values[name] = p
+    moves = [
+        origin.Move(d.name, d.delta_us, d.verdict is Verdict.REGRESSED)
+        for d in layers
+        if d.baseline_us is not None and d.current_us is not None
+    ]
+    found = origin.find(moves, structural)
+    if found is None:
+        return layers, ()
+    out = []
+    for d in layers:
+        if d.name in found.layers and d.verdict is not Verdict.REGRESSED:
+            d = replace(d, verdict=Verdict.REGRESSED, p_value=p_values.get(d.name))
+        note = found.note(d.name)
+        out.append(replace(d, note=note) if note else d)
+    return out, found.layers
 
 
 def confirmed(first: Comparison, again: Comparison) -> Comparison:

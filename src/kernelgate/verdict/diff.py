@@ -150,7 +150,9 @@ class BenchmarkDiff:
 
     @property
     def failing_layers(self) -> tuple[LayerDiff, ...]:
-        return tuple(lay for lay in self.layers if lay.failing)
+        """The failing layers, the origin of the regression first (kernelgate.verdict.origin)."""
+        failing = [lay for lay in self.layers if lay.failing]
+        return tuple(sorted(failing, key=lambda lay: lay.delta.name not in self.comparison.origins))
 
     @property
     def improved_layers(self) -> tuple[LayerDiff, ...]:

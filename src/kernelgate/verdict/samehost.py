@@ -170,7 +170,8 @@ def settle(
     """The decision from an A/B comparison of ``n`` processes per side (None: not settled yet and
     more rounds may be measured). ``check_offset=False`` for host-coupled benchmarks (cold starts)."""
     deltas = judged(ab)
-    regressed = [d for d in deltas if d.verdict is Verdict.REGRESSED]
+    # the origin of a regression first (kernelgate.verdict.origin), then the rest in forward order
+    regressed = [d for d in ab.failures if d in deltas and d.verdict is Verdict.REGRESSED]
     # a regression settles the suspect at once; a pass or a doubt needs every figure settled
     if not final and not regressed and grey(ab, noise):
         return None
@@ -198,7 +199,18 @@ def grey(ab: Comparison, noise: Mapping[tuple[Scope, str], float] | None) -> tup
 
 
 def _names(deltas: Sequence[Delta]) -> str:
-    return ", ".join(d.name + ("" if d.delta_pct is None else f" {d.delta_pct:+.1f} %") for d in deltas)
+    def role(d: Delta) -> str:
+        return (
+            " (origin)"
+            if d.note.startswith("origin:")
+            else " (after the origin)"
+            if "shifted" in d.note
+            else ""
+        )
+
+    return ", ".join(
+        d.name + ("" if d.delta_pct is None else f" {d.delta_pct:+.1f} %") + role(d) for d in deltas
+    )
 
 
 def unsettled(benchmark: str, reason: str) -> Decision:
@@ -227,14 +239,16 @@ def merged(screen: Comparison, decision: Decision) -> Comparison:
         deltas.append(d)
     notes = (*screen.notes, f"same-host A/B ({decision.rounds} round(s) per side): {decision.outcome.value}: "
              f"{decision.reason}")  # fmt: skip
-    return replace(screen, deltas=tuple(deltas), notes=notes)
+    origins = decision.ab.origins if decision.ab else ()
+    return replace(screen, deltas=tuple(deltas), notes=notes, origins=origins)
 
 
 def _ab_note(pair: Delta, decision: Decision) -> str:
     pct = "" if pair.delta_pct is None else f" ({pair.delta_pct:+.1f} %)"
+    role = f"; {pair.note}" if pair.note else ""
     return (
         f"confirmed on this runner: base {pair.baseline_us or 0:.1f} µs -> head {pair.current_us or 0:.1f} µs"
-        f"{pct}, {decision.rounds} process(es) per side"
+        f"{pct}, {decision.rounds} process(es) per side{role}"
     )
 
 
