@@ -175,7 +175,7 @@ def test_threshold_last_matching_rule_wins() -> None:
     )
     assert cfg.threshold("a", "b", Scope.LAYER, "model.22").rel == 0.4
     assert cfg.threshold("a", "b", Scope.LAYER, "model.5").rel == 0.2
-    assert cfg.threshold("a", "b", Scope.LAYER, "input").rel == 0.1
+    assert cfg.threshold("a", "b", Scope.LAYER, "model.0.extra").rel == 0.1
 
 
 def test_threshold_rules_override_rel_and_floor_separately() -> None:
@@ -354,3 +354,17 @@ def test_no_module_prints_its_own_record_command() -> None:
         if pattern.search(line)
     ]
     assert found == []
+
+
+def test_the_host_coupled_layers_have_their_own_threshold_and_name_the_pipeline_stages() -> None:
+    from kernelgate.config import HOST_COUPLED
+    from kernelgate.measure.stages import STAGE_TYPES
+
+    assert {"input", *STAGE_TYPES} == HOST_COUPLED
+    cfg = from_table({"host_threshold": "30%"}, "[tool.kernelgate]", Path("."))
+    for name in ("input", "preprocess", "postprocess"):
+        assert cfg.threshold("sm90", "b", Scope.LAYER, name).rel == pytest.approx(0.30)
+    assert cfg.threshold("sm90", "b", Scope.LAYER, "model.0").rel == pytest.approx(0.025)
+    assert GateConfig().threshold("sm90", "b", Scope.LAYER, "input").rel == pytest.approx(0.20)
+    ruled = from_table({"rules": [{"name": "input", "threshold": "50%"}]}, "[tool.kernelgate]", Path("."))
+    assert ruled.threshold("sm90", "b", Scope.LAYER, "input").rel == pytest.approx(0.50)  # a rule wins
