@@ -43,6 +43,9 @@ class FakeGpu:
     mig: Any = 0
     compute_mode: Any = 0
     cpu_affinity: Any = FAILS  # 64-bit words of the CPUs near the GPU (nvmlDeviceGetCpuAffinity)
+    serial: Any = FAILS  # nvmlDeviceGetSerial: unsupported on many boards
+    pcie_gen: Any = 5
+    pcie_width: Any = 16
 
 
 def fake_pynvml(
@@ -115,4 +118,8 @@ def fake_pynvml(
     m.nvmlDeviceGetMigMode = reading("mig", lambda v: [v, v])
     m.nvmlDeviceGetComputeMode = reading("compute_mode")
     m.nvmlDeviceGetCpuAffinity = reading("cpu_affinity")
+    m.nvmlDeviceGetUUID = reading("uuid")
+    m.nvmlDeviceGetSerial = reading("serial")
+    m.nvmlDeviceGetCurrPcieLinkGeneration = reading("pcie_gen")
+    m.nvmlDeviceGetCurrPcieLinkWidth = reading("pcie_width")
     return module

@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from kernelgate import __version__, config, offline
+from kernelgate.baseline import hosts as baseline_hosts
 from kernelgate.baseline import store as baseline
 from kernelgate.coldstart import phases as coldstart
 from kernelgate.coldstart import runner as coldrunner
@@ -62,7 +63,7 @@ def _decide(
 def _record(args: argparse.Namespace) -> int:
     from kernelgate.verdict.ab import record
 
-    return record(args.rounds, args.pytest_args or ["benchmarks"], Path.cwd())
+    return record(args.rounds, args.pytest_args or ["benchmarks"], Path.cwd(), args.append)
 
 
 def _ab(args: argparse.Namespace) -> int:
@@ -101,14 +102,9 @@ def _gate_coldstart(
 def _doctor(args: argparse.Namespace) -> int:
     from kernelgate.machine import doctor, fitness
 
-    facts = doctor.gather(Path(args.baseline_dir), coldverdict.recorded_cache_bytes)
+    facts = doctor.gather(Path(args.baseline_dir), coldverdict.recorded_cache_bytes, baseline_hosts.recorded)
     findings = fitness.diagnose(facts)
-    text = (
-        doctor.to_json(facts, findings, args.strict)
-        if args.json
-        else doctor.render(facts, findings, args.strict)
-    )
-    sys.stdout.write(text)
+    sys.stdout.write((doctor.to_json if args.json else doctor.render)(facts, findings, args.strict))
     return fitness.exit_code(findings, args.strict)
 
 
@@ -297,6 +293,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     cmp.set_defaults(run=_compare)
     rec = sub.add_parser("record", help="record baselines in several rounds (separate pytest processes)")
     rec.add_argument("--rounds", type=int, default=3)
+    rec.add_argument("--append", action="store_true", help="append every round (e.g. another runner's)")
     rec.add_argument("pytest_args", nargs="*", help="after --: pytest arguments (default: benchmarks)")
     rec.set_defaults(run=_record)
     ab = sub.add_parser(

@@ -122,16 +122,50 @@ def keeping(benchmark: Mapping[str, Any], rounds: Iterable[int], reason: str) ->
     return {**benchmark, "extra_info": extra}
 
 
-def refusal(benchmark: str, found: list[Disagreement], target: str) -> str:
+def refusal(benchmark: str, found: list[Disagreement], target: str, hosts: str = "") -> str:
     """Why the rounds of ``benchmark`` are refused, with the numbers, and the commands that fix it
-    (``target``: the test's node id)."""
+    (``target``: the test's node id); ``hosts``: :func:`other_hosts_note` where they came from
+    several hosts."""
     rounds = sorted({d.round for d in found})
     listed = "; ".join(str(d) for d in found[:5]) + (f"; and {len(found) - 5} more" if len(found) > 5 else "")
     which = " and ".join(map(str, rounds))
     return (
         f"{benchmark}: round(s) {which} disagree with the others beyond what noise explains ({listed}). "
-        f"Measure again: add a round with {record_command(target)} --kernelgate-append (or record it "
+        + (f"{hosts} " if hosts else "")
+        + f"Measure again: add a round with {record_command(target)} --kernelgate-append (or record it "
         f"afresh: kernelgate record --rounds 3 -- {shlex.quote(target)}); or, if the difference is "
         f"real, keep the round(s) and say why: {KEEP_OPTION} 'REASON'. round_tolerance in [tool.kernelgate] "
         "sets how far rounds may differ."
+    )
+
+
+def _rounds(numbers: list[int]) -> str:
+    return f"round{'s' * (len(numbers) != 1)} {', '.join(map(str, numbers))}"
+
+
+def other_hosts_note(m: Measurement, disagreeing: Iterable[int]) -> str:
+    """Where the rounds of ``m`` come from more than one host: which rounds came from which host,
+    and what to do about rounds that disagree (``disagreeing``, 1-based); empty otherwise (one host,
+    or no round with a fingerprint)."""
+    hosts = m.round_hosts
+    by_host: dict[str | None, list[int]] = {}
+    for number, host in enumerate(hosts, start=1):
+        by_host.setdefault(None if host is None else host.id, []).append(number)
+    if len(by_host) < 2:
+        return ""
+    first = {h.id: h for h in reversed([h for h in hosts if h is not None])}
+    listed = "; ".join(
+        f"{_rounds(numbers)}: "
+        + (first[key].short() if key is not None else "a host without a fingerprint (an older kernelgate)")
+        for key, numbers in by_host.items()
+    )
+    odd = [hosts[n - 1] for n in sorted(set(disagreeing)) if 0 < n <= len(hosts)]
+    reason = next((f"another host: {h.id}" for h in odd if h is not None), "another host")
+    may = "may come" if None in by_host else "come"
+    return (
+        f"These rounds {may} from different hosts ({listed}): a host's offset is not noise, and "
+        "round_tolerance is not widened for it. To keep a host's round(s) anyway, say so: "
+        f"{KEEP_OPTION} '{reason}' (the noise of a verdict comes from the majority of rounds, so a "
+        "kept round mutes nothing); or let one host record this baseline, and gate other runners "
+        "through the same-host A/B (confirm = true)."
     )

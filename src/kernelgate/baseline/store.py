@@ -33,6 +33,7 @@ from kernelgate.baseline.names import check_component
 from kernelgate.baseline.values import check_summaries
 from kernelgate.baseline.values import parse as parse
 from kernelgate.config import GateConfig
+from kernelgate.machine.fingerprint import RecordedHosts
 from kernelgate.measure.results import Measurement, combine
 
 SCHEMA_VERSION = 1
@@ -69,6 +70,12 @@ class Entry:
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Entry:
         return cls(str(data["fullname"]), Measurement.from_json(data["measurement"]), dict(data["benchmark"]))
+
+    @property
+    def hosts(self) -> RecordedHosts:
+        """The distinct hosts that recorded this benchmark's rounds (ids and descriptions:
+        ``hosts.to_json()``), and how many rounds carry no fingerprint (an older kernelgate)."""
+        return RecordedHosts.of(self.measurement.round_hosts)
 
 
 def path_for(baseline_dir: Path, arch: str) -> Path:
@@ -237,7 +244,8 @@ def _checked_rounds(
             entry = replace(entry, benchmark=rounds.keeping(entry.benchmark, kept, keep_round))
             notes.append(f"{entry.measurement.benchmark}: kept round(s) {kept} ({keep_round}): {found[0]}")
         elif found:
-            refused.append(rounds.refusal(entry.measurement.benchmark, found, entry.fullname))
+            hosts = rounds.other_hosts_note(entry.measurement, (d.round for d in found))
+            refused.append(rounds.refusal(entry.measurement.benchmark, found, entry.fullname, hosts))
         out.append(entry)
     if refused:
         raise BaselineError(f"{path}: nothing was saved: " + " ".join(refused), replaceable=False)

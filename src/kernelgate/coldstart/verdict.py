@@ -21,6 +21,7 @@ from kernelgate.coldstart.phases import PHASE_HELP, PHASES, TOTAL, ColdStart
 from kernelgate.coldstart.scenarios import SCENARIOS
 from kernelgate.config import GateConfig, Scope, record_command
 from kernelgate.machine import envdiff, software
+from kernelgate.machine.fingerprint import HostFingerprint
 from kernelgate.measure.results import Dist, Measurement
 from kernelgate.report.terminal import _render, environment_lines
 from kernelgate.verdict.compare import Comparison, Delta, Judge, Verdict, median_rule
@@ -66,8 +67,9 @@ def recorded_cache_bytes(baseline_dir: Path, key: str) -> int | None:
     return max(sizes) if sizes else None
 
 
-def carrier(record: ColdStart) -> Measurement:
-    """The ``extra_info.kernelgate`` of a cold-start entry: environment and total time per run."""
+def carrier(record: ColdStart, host: HostFingerprint | None = None) -> Measurement:
+    """The ``extra_info.kernelgate`` of a cold-start entry: environment and total time per run, and
+    the host that measured it (one round)."""
     return Measurement(
         benchmark=record.id,
         arch=record.arch,
@@ -79,6 +81,7 @@ def carrier(record: ColdStart) -> Measurement:
         layers=(),
         kernels=(),
         environment=record.environment,
+        hosts=() if host is None else (host,),
     )
 
 

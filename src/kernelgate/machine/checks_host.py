@@ -1,5 +1,6 @@
 """The doctor's rules about the host: environment variables known to slow kernels, launches or
-loading (and those ``import ultralytics`` sets), and the CPU's governor and load. Pure functions of
+loading (and those ``import ultralytics`` sets), the CPU's governor and load, and whether this host
+is one of those that recorded its architecture's baseline. Pure functions of
 :class:`~kernelgate.machine.facts.Facts`.
 """
 
@@ -9,6 +10,7 @@ from collections.abc import Mapping
 
 from kernelgate.machine.facts import Facts
 from kernelgate.machine.finding import Finding, Level
+from kernelgate.machine.fingerprint import add_runner_command, stranger
 
 # Variables that slow kernels or launches: (level, why, fix).
 SLOWING: Mapping[str, tuple[Level, str, str]] = {
@@ -120,3 +122,36 @@ def check_cpu(f: Facts) -> list[Finding]:
             Finding(Level.OK, "cpu", f"{f.cpu_count} CPUs, load {load}, governor {f.cpu_governor or 'n/a'}")
         )
     return found
+
+
+def check_hosts(f: Facts) -> list[Finding]:
+    """Is this runner one of the hosts that recorded the baseline of its architecture? Not one: the
+    stored-baseline screen compares across hosts (a warning, and the command that adds it)."""
+    recorded = f.baseline_hosts
+    if f.identity is None or recorded is None:
+        return []  # no GPU, or no baseline: check_gpu and check_baseline say so
+    where = f"{f.baseline_dir}/{f.key}/"
+    add = (
+        f"to add this runner: {add_runner_command()} (a round; kernelgate record --append --rounds 3: three)"
+    )
+    if not recorded.hosts:
+        return [
+            Finding(
+                Level.INFO,
+                "host",
+                f"no round of {where} says which host recorded it (recorded before kernelgate kept host "
+                f"fingerprints): whether this runner ({f.host.short()}) is one of them is not known",
+                f"rounds recorded from now on carry their host; {add}",
+            )
+        ]
+    text = stranger(f.host, recorded, where)
+    if text is not None:
+        return [Finding(Level.WARN, "host", text, add)]
+    return [
+        Finding(
+            Level.OK,
+            "host",
+            f"this runner ({f.host.short()}) is one of the {len(recorded.hosts)} host(s) that "
+            f"recorded {where}",
+        )
+    ]

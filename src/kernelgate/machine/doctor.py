@@ -19,6 +19,7 @@ from typing import Any
 
 from kernelgate.machine.facts import Facts
 from kernelgate.machine.finding import Finding, Level
+from kernelgate.machine.fingerprint import RecordedHosts
 from kernelgate.machine.fitness import exit_code
 from kernelgate.machine.identity import cpu_arch_key, cpu_model, read_identity
 from kernelgate.machine.jit_cache import default_cache_path, folder_bytes
@@ -54,13 +55,16 @@ def _cudnn_version(torch: Any) -> str | None:
 def gather(
     baseline_dir: Path = Path("baselines"),
     recorded_cache_bytes: Callable[[Path, str], int | None] | None = None,
+    recorded_hosts: Callable[[Path, str], RecordedHosts | None] | None = None,
 ) -> Facts:
     """Read the facts. NVML is read first, before torch loads, so no CUDA context of this process
     shows among the GPU's processes; torch is asked only what needs no CUDA context.
 
     ``recorded_cache_bytes(baseline_dir, key)`` gives the largest JIT cache a recorded cold start
     left (:func:`kernelgate.coldstart.verdict.recorded_cache_bytes`, which the command passes: the
-    baseline format is above this package); without it that size is not known.
+    baseline format is above this package); without it that size is not known. Likewise
+    ``recorded_hosts(baseline_dir, key)``: the hosts that recorded the baseline
+    (:func:`kernelgate.baseline.hosts.recorded`).
     """
     error = nvml_error()
     identity = None if error else read_identity()
@@ -114,6 +118,7 @@ def gather(
         cache_free_bytes=shutil.disk_usage(anchor).free,
         cache_writable=os.access(anchor, os.W_OK),
         suite_cache_bytes=None if recorded_cache_bytes is None else recorded_cache_bytes(baseline_dir, key),
+        baseline_hosts=None if recorded_hosts is None else recorded_hosts(baseline_dir, key),
         baseline_dir=str(baseline_dir),
         baseline_keys=keys,
         cpu=cpu_model(),

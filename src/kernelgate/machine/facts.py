@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from kernelgate.machine.fingerprint import HostFingerprint, RecordedHosts
 from kernelgate.machine.identity import GpuIdentity, cpu_arch_key
 from kernelgate.machine.software import KernelImages
 from kernelgate.machine.state import GpuState
@@ -40,6 +41,7 @@ class Facts:
     suite_cache_bytes: int | None = None  # the largest JIT cache a recorded cold start left
     baseline_dir: str = "baselines"
     baseline_keys: tuple[str, ...] = ()
+    baseline_hosts: RecordedHosts | None = None  # the hosts that recorded baselines/<key>/ (None: none)
     cpu: str = ""
     cpu_count: int = 1
     load_avg: float | None = None
@@ -50,6 +52,18 @@ class Facts:
         return self.identity.key if self.identity else cpu_arch_key()
 
     @property
+    def host(self) -> HostFingerprint:
+        """This machine's fingerprint, as a round measured here records it."""
+        return HostFingerprint.of(
+            self.identity,
+            cpu=self.cpu,
+            cpu_count=self.cpu_count,
+            torch=self.torch_version,
+            cuda=self.torch_cuda,
+            cudnn=self.cudnn_version,
+        )
+
+    @property
     def images(self) -> KernelImages | None:
         if self.identity is None or not self.arch_list:
             return None
@@ -58,4 +72,6 @@ class Facts:
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
         data["key"] = self.key
+        data["host"] = self.host.to_json()
+        data["baseline_hosts"] = None if self.baseline_hosts is None else self.baseline_hosts.to_json()
         return data

@@ -18,7 +18,7 @@ from kernelgate.machine.checks_gpu import (
     check_sharing,
     check_temperature,
 )
-from kernelgate.machine.checks_host import check_cpu, check_variables
+from kernelgate.machine.checks_host import check_cpu, check_hosts, check_variables
 from kernelgate.machine.checks_software import (
     check_jit_cache,
     check_kernel_images,
@@ -31,6 +31,7 @@ from kernelgate.machine.finding import Finding, Level
 CHECKS: Sequence[Callable[[Facts], list[Finding]]] = (
     check_gpu,
     check_baseline,
+    check_hosts,
     check_sharing,
     check_clocks,
     check_temperature,

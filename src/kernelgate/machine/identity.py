@@ -7,6 +7,7 @@ Read through NVML without importing torch, so the plugin can point pytest-benchm
 
 from __future__ import annotations
 
+import hashlib
 import platform
 import re
 from collections.abc import Iterable
@@ -82,6 +83,11 @@ class GpuIdentity:
     mem_clock_max_mhz: int | None
     power_limit_w: float | None
     power_default_w: float | None
+    # a hash of the GPU's NVML UUID (or serial), never the UUID itself (:func:`hashed_gpu_id`); the
+    # PCIe link as trained now (it can train down at idle: shown, not part of a host's id)
+    gpu_id: str | None = None
+    pcie_gen: int | None = None
+    pcie_width: int | None = None
 
     @property
     def key(self) -> str:
@@ -91,6 +97,20 @@ class GpuIdentity:
     @property
     def sm(self) -> str:
         return "sm_{}{}".format(*self.compute_capability)
+
+
+def hashed_gpu_id(uuid: str | None, serial: str | None = None) -> str | None:
+    """Which physical GPU this is, as 12 hex digits: a BLAKE2b hash of its NVML UUID (of its serial
+    where the UUID cannot be read; None without either). Baselines are committed and reports
+    published, so they carry this hash, never the serial or UUID; the UUID is 128 random bits, so
+    the hash cannot be turned back into it by guessing."""
+    if uuid:
+        source = f"uuid:{uuid}"
+    elif serial:
+        source = f"serial:{serial}"
+    else:
+        return None
+    return hashlib.blake2b(f"kernelgate-gpu\0{source}".encode(), digest_size=6).hexdigest()
 
 
 def _cuda_version(number: int | None) -> str:
@@ -125,6 +145,12 @@ def read_identity(nvml: Any | None = None) -> GpuIdentity | None:
         mem_clock_max_mhz=try_read(lambda: int(nvml.nvmlDeviceGetMaxClockInfo(handle, nvml.NVML_CLOCK_MEM))),
         power_limit_w=watts(try_read(lambda: nvml.nvmlDeviceGetEnforcedPowerLimit(handle))),
         power_default_w=watts(try_read(lambda: nvml.nvmlDeviceGetPowerManagementDefaultLimit(handle))),
+        gpu_id=hashed_gpu_id(
+            try_read(lambda: as_text(nvml.nvmlDeviceGetUUID(handle))),
+            try_read(lambda: as_text(nvml.nvmlDeviceGetSerial(handle))),
+        ),
+        pcie_gen=try_read(lambda: int(nvml.nvmlDeviceGetCurrPcieLinkGeneration(handle))),
+        pcie_width=try_read(lambda: int(nvml.nvmlDeviceGetCurrPcieLinkWidth(handle))),
     )
 
 

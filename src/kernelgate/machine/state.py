@@ -4,6 +4,7 @@ clock-event reasons NVML gives (which of them mean throttling); read, never set.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -120,3 +121,23 @@ def gpu_state() -> dict[str, str]:
         "clock_event_reasons": None if state.clock_event_reasons is None else hex(state.clock_event_reasons),
     }
     return {key: str(value) for key, value in values.items() if value is not None}
+
+
+# NVML clock-event reasons that slow the SM down (nvmlClocksEventReason*): software power cap,
+# hardware slowdown, software/hardware thermal slowdown, hardware power brake.
+THROTTLE_REASONS = {
+    0x4: "sw_power_cap",
+    0x8: "hw_slowdown",
+    0x20: "sw_thermal_slowdown",
+    0x40: "hw_thermal_slowdown",
+    0x80: "hw_power_brake",
+}
+
+
+def throttle_reasons(state: Mapping[str, str]) -> list[str]:
+    """The slowdown reasons set in a GPU state as :func:`gpu_state` recorded it."""
+    try:
+        mask = int(state.get("clock_event_reasons", "0"), 16)
+    except ValueError:
+        return []
+    return [name for bit, name in THROTTLE_REASONS.items() if mask & bit]

@@ -8,7 +8,7 @@ import dataclasses
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from kernelgate.machine import identity, software, state
+from kernelgate.machine import fingerprint, identity, software, state
 from kernelgate.measure import attribute, integrity, profile, trace
 from kernelgate.measure import results as measure
 from kernelgate.models.layers import Layers
@@ -42,7 +42,8 @@ def measure_module(
     wall_us: list[float],
     trace_path: Path,
 ) -> measure.Measurement:
-    """Profile, attribute and aggregate one round; read the GPU's state through NVML after it.
+    """Profile, attribute and aggregate one round; read the GPU's state through NVML after it, and
+    the host's fingerprint.
 
     The record carries the reasons it cannot be trusted, if any (:mod:`kernelgate.measure.integrity`).
     """
@@ -76,4 +77,5 @@ def measure_module(
         groups=layers.groups,
     )
     reasons = integrity.check_profile(parsed, frame, schedule.active, gpu) + integrity.check_record(result)
-    return dataclasses.replace(result, unreliable_reasons=tuple(reasons + extra))
+    host = fingerprint.this_round(result.environment, gpu)
+    return dataclasses.replace(result, unreliable_reasons=tuple(reasons + extra), hosts=(host,))

@@ -11,6 +11,9 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
+from kernelgate.machine.fingerprint import HostFingerprint, hosts_from_json
+from kernelgate.machine.state import throttle_reasons
+
 if TYPE_CHECKING:
     import pandas as pd
 
@@ -162,6 +165,12 @@ class Measurement:
     # Top-level layer -> layer group (backbone, neck, head, ...: kernelgate.models.groups). Optional: a
     # record written before groups existed has none.
     groups: Mapping[str, str] = field(default_factory=dict)
+    hosts: tuple[HostFingerprint | None, ...] = ()  # see round_hosts; () where no round has one
+
+    @property
+    def round_hosts(self) -> tuple[HostFingerprint | None, ...]:
+        """The host of each round (machine.fingerprint); None for a round of an older kernelgate."""
+        return self.hosts or (None,) * (len(self.total.rounds) or 1)
 
     @property
     def reliable(self) -> bool:
@@ -195,6 +204,7 @@ class Measurement:
             }
             | ({"gpu_states": [dict(sorted(g.items())) for g in self.gpu_states]} if self.gpu_states else {})
             | ({"groups": dict(sorted(self.groups.items()))} if self.groups else {})
+            | ({"hosts": [h and h.to_json() for h in self.hosts]} if any(self.hosts) else {})
         )
 
     @classmethod
@@ -214,27 +224,8 @@ class Measurement:
             gpu_states=tuple({str(k): str(v) for k, v in g.items()} for g in data.get("gpu_states", ())),
             unreliable_reasons=_reasons(data),
             groups=_groups(data),
+            hosts=hosts_from_json(data.get("hosts"), len(data["total_us"].get("rounds", ())) or 1),
         )
-
-
-# NVML clock-event reasons that slow the SM down (nvmlClocksEventReason*): software power cap,
-# hardware slowdown, software/hardware thermal slowdown, hardware power brake.
-THROTTLE_REASONS = {
-    0x4: "sw_power_cap",
-    0x8: "hw_slowdown",
-    0x20: "sw_thermal_slowdown",
-    0x40: "hw_thermal_slowdown",
-    0x80: "hw_power_brake",
-}
-
-
-def throttle_reasons(state: Mapping[str, str]) -> list[str]:
-    """The slowdown reasons set in a GPU state read by :func:`kernelgate.machine.state.gpu_state`."""
-    try:
-        mask = int(state.get("clock_event_reasons", "0"), 16)
-    except ValueError:
-        return []
-    return [name for bit, name in THROTTLE_REASONS.items() if mask & bit]
 
 
 def _zeros_for(dist: Dist) -> Dist:
@@ -265,6 +256,7 @@ def combine(rounds: Sequence[Measurement]) -> Measurement:
     kernel_maps = [{k.key: k for k in m.kernels} for m in rounds]
     kernels = _combine_named(kernel_maps, totals)
     first = rounds[0]
+    hosts = tuple(h for m in rounds for h in m.round_hosts)
     return Measurement(
         benchmark=first.benchmark,
         arch=first.arch,
@@ -290,6 +282,7 @@ def combine(rounds: Sequence[Measurement]) -> Measurement:
         gpu_states=tuple(g for m in rounds for g in m.gpu_states),
         unreliable_reasons=tuple(dict.fromkeys(r for m in rounds for r in m.unreliable_reasons)),
         groups={k: v for m in reversed(rounds) for k, v in m.groups.items()},
+        hosts=hosts if any(hosts) else (),
     )
 
 

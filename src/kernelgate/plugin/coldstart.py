@@ -22,7 +22,7 @@ from kernelgate.coldstart.verdict import (
     summary,
 )
 from kernelgate.config import record_command
-from kernelgate.machine import envdiff, identity
+from kernelgate.machine import envdiff, fingerprint, identity
 from kernelgate.measure import timing
 
 if TYPE_CHECKING:
@@ -64,7 +64,7 @@ def run(kg: KernelGate, spec: ChildSpec, scenario: str, runs: int, prime: bool) 
         out.write_text(json.dumps(record.to_json()), encoding="utf-8")
         return record
     kg.benchmark.extra_info[EXTRA_KEY] = record.to_json()
-    result = carrier(record)
+    result = carrier(record, fingerprint.this_round(record.environment, spec.device.startswith("cuda")))
     if stats is not None:
         kg.state.add_measured(
             Entry(kg.benchmark.fullname, result, bench_fields(stats, kg.benchmark.fullname, record))

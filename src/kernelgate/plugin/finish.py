@@ -97,6 +97,8 @@ def finish(session: pytest.Session) -> None:
                 for e in reliable
             ]
             state.note(*keep_for_baselines(runs, state.options.out_dir, state.config.baseline_dir))
+        elif not state.options.save:
+            _host_notes(state, arch)
     ran = not any(session.config.getoption(o, False) for o in ("collectonly", "setuponly", "setupplan"))
     decision = policy.decide(
         cases(session.config, state),
@@ -109,6 +111,20 @@ def finish(session: pytest.Session) -> None:
         report(session.config, state)
     if decision.failed and session.exitstatus == pytest.ExitCode.OK:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def _host_notes(state: State, arch: str) -> None:
+    """A note where a host of this run is none of the hosts that recorded its baseline
+    (:func:`kernelgate.baseline.hosts.runner_notes`): the stored-baseline screen then sees a host offset."""
+    from kernelgate.baseline import hosts
+    from kernelgate.baseline.store import BaselineError
+
+    try:
+        entries = state.baseline_entries(path_for(state.config.baseline_dir, arch), arch)
+    except BaselineError:
+        return  # the benchmarks that read it failed already, naming the fault
+    where = hosts.where(state.config.baseline_dir, arch)
+    state.note(*hosts.runner_notes(entries, (e.measurement for e in state.measured), where))
 
 
 def _redacting(config: pytest.Config) -> bool:

@@ -15,6 +15,7 @@ from typing import Any
 
 from kernelgate.measure.timesplit import TimeSplit
 from kernelgate.report.markdown import verdict_line
+from kernelgate.report.sections import hosts
 from kernelgate.verdict.compare import Delta
 from kernelgate.verdict.diff import BenchmarkDiff, LayerDiff
 from kernelgate.verdict.hints import Hint
@@ -108,6 +109,7 @@ def document(diffs: Sequence[BenchmarkDiff]) -> dict[str, Any]:
         "failed": any(d.failed for d in diffs),
         "verdict": verdict_line(diffs),
         "benchmarks": [benchmark(d) for d in diffs],
+        "hosts": dict(zip(("baseline", "runner"), (h.to_json() for h in hosts(diffs)), strict=True)),
     }
 
 

@@ -358,7 +358,7 @@ def body(diffs: Sequence[BenchmarkDiff], compact: bool = False, run: RunOutcome 
     passing = [d for d in diffs if not d.failed]
     if passing:
         lines += _passing(passing)
-    return lines
+    return lines + sections.hosts_line(diffs)
 
 
 SHORTENED = "_Shortened to fit a comment: the full tables are in report.md and report.html._"

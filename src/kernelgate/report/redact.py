@@ -12,6 +12,11 @@ way (:meth:`Redactor.entry`), without the runner's host name (``machine_info.nod
 (:data:`PRIVATE_TRACE_KEYS`, in :mod:`kernelgate.report.trace_store`). An unreliable measurement's
 reasons that name a layer, module or kernel are replaced by a note.
 
+Host fingerprints (:mod:`kernelgate.machine.fingerprint`) hold no host name, serial or UUID to remove:
+a GPU is named by a hash of its UUID, also in committed baselines. Redacted, that hash is hashed again
+as names are, so with ``KERNELGATE_REDACT_KEY`` a published report's host ids cannot be matched to
+a baseline's.
+
 An unkeyed hash of a guessable name (``model.2``) can be recovered by guessing; set
 ``KERNELGATE_REDACT_KEY`` to a private value to key the hash (the same key gives the same hashes).
 """
@@ -27,6 +32,7 @@ from typing import Any
 
 from kernelgate.baseline.store import Entry
 from kernelgate.config import Scope
+from kernelgate.machine.fingerprint import HostFingerprint
 from kernelgate.measure.results import LayerStat, Measurement
 from kernelgate.models.groups import group_of
 from kernelgate.verdict.compare import Comparison, Delta
@@ -103,9 +109,15 @@ class Redactor:
         reasons = tuple(
             REDACTED_REASON if any(n in reason for n in names) else reason for reason in m.unreliable_reasons
         )
+        hosts = tuple(h and self.host(h) for h in m.hosts)
         return dataclasses.replace(
-            m, layers=layers, kernels=kernels, groups=groups, unreliable_reasons=reasons
+            m, layers=layers, kernels=kernels, groups=groups, unreliable_reasons=reasons, hosts=hosts
         )
+
+    def host(self, h: HostFingerprint) -> HostFingerprint:
+        """The GPU's id hashed again (keyed by ``KERNELGATE_REDACT_KEY`` where set); a host without
+        one keeps its CPU, driver and id."""
+        return h if h.gpu_id is None else dataclasses.replace(h, gpu_id=self.hashed("gpu", h.gpu_id))
 
     def entry(self, e: Entry) -> Entry:
         """A benchmark of the results file, its measurement redacted."""

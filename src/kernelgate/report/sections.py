@@ -1,7 +1,8 @@
 """The parts of report.md that say how the whole run ended, so that the report agrees with the
 exit status (:func:`kernelgate.verdict.policy.decide`): the headline's mark and the reasons the run
 fails, a table of the benchmarks not compared (why, and the command that fixes it), a table of the
-cold starts, and the layers whose verdict is not settled (ambiguous or inconclusive), with why.
+cold starts, and the layers whose verdict is not settled (ambiguous or inconclusive), with why; and
+one line on the hosts that recorded the baselines and this runner (:func:`hosts_line`).
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from kernelgate.machine.fingerprint import RecordedHosts
 from kernelgate.report import labels
 from kernelgate.report.escape import code, plain
 from kernelgate.report.labels import pct
@@ -160,3 +162,30 @@ def unsettled_table(diffs: Sequence[BenchmarkDiff]) -> list[str]:
         for c, d in found
     ]
     return [*rows, ""]
+
+
+def hosts(diffs: Sequence[BenchmarkDiff]) -> tuple[RecordedHosts, RecordedHosts]:
+    """The hosts that recorded the baselines of ``diffs``, and those of this run."""
+    base = RecordedHosts.of(h for d in diffs for h in d.base.round_hosts)
+    return base, RecordedHosts.of(h for d in diffs for h in d.current.round_hosts)
+
+
+def hosts_line(diffs: Sequence[BenchmarkDiff]) -> list[str]:
+    """``Hosts: the baseline's a1b2c3d4, c3d4e5f6; this runner's e5f6a7b8 (one of them).``; nothing
+    where no round on either side has a fingerprint (a kernelgate before them)."""
+    base, runner = hosts(diffs)
+    if not (base.hosts or runner.hosts):
+        return []
+
+    def ids(recorded: RecordedHosts) -> str:
+        return ", ".join(code(h.id) for h in recorded.hosts) or "unknown"
+
+    line = f"Hosts: the baseline's {ids(base)}"
+    line += " and rounds without a fingerprint" if base.hosts and base.unknown else ""
+    line += f"; this runner's {ids(runner)}"
+    if base.hosts and runner.hosts:
+        among = all(base.includes(h) for h in runner.hosts)
+        line += (
+            " (one of them)" if among else " (not among them: the stored-baseline screen sees a host offset)"
+        )
+    return [line + ".", ""]

@@ -38,12 +38,14 @@ def pytest_round(tree: Path, baseline_dir: Path, first: bool, out_dir: Path, arg
     return subprocess.run(command, cwd=tree, check=False).returncode
 
 
-def record(rounds: int, args: Sequence[str], tree: Path) -> int:
-    """``rounds`` pytest processes recording one baseline: the first replaces, the rest append."""
+def record(rounds: int, args: Sequence[str], tree: Path, append: bool = False) -> int:
+    """``rounds`` pytest processes recording one baseline: the first replaces, the rest append; with
+    ``append`` all of them append (another runner of the architecture adding its rounds)."""
     for i in range(rounds):
-        code = pytest_round(tree, tree / "baselines", i == 0, tree / ".kernelgate", args)
+        code = pytest_round(tree, tree / "baselines", i == 0 and not append, tree / ".kernelgate", args)
         if code != 0:
-            print(f"kernelgate: round {i + 1} of {rounds} exited {code}; the baseline has {i} round(s).")
+            has = "this run added" if append else "the baseline has"
+            print(f"kernelgate: round {i + 1} of {rounds} exited {code}; {has} {i} round(s).")
             return code
     return 0
 
