@@ -6,8 +6,6 @@ No torch here: the plugin reads this at start-up.
 from __future__ import annotations
 
 import enum
-import os
-import shlex
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
@@ -15,26 +13,16 @@ from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any
 
-#: The folder of the gate benchmarks: where a printed command points when no test is known.
-TESTS = "benchmarks"
+# the commands that messages print (re-exported: every module takes them from here)
+from kernelgate.commands import TESTS as TESTS
+from kernelgate.commands import node_target as node_target
+from kernelgate.commands import record_command as record_command
 
-
-def record_command(*targets: str) -> str:
-    """The one command every message prints to (re-)record baselines: ``pytest TARGET...
-    --kernelgate-save``, each target (a test file, or a node id such as
-    ``benchmarks/test_yolo.py::test_yolo[yolov8n-fp16-bs1-640]``) quoted for a POSIX shell. A node
-    id selects exactly that test, where ``-k NAME`` would also pick ``NAME-graph``; with no target,
-    the whole benchmark folder."""
-    return shlex.join(["pytest", *(targets or (TESTS,)), "--kernelgate-save"])
-
-
-def node_target(nodeid: str, rootdir: Path | None = None, cwd: Path | None = None) -> str:
-    """A pytest node id (relative to the rootdir) as the argument that selects that test when pytest
-    is started from ``cwd`` (the folder the user ran pytest in); unchanged where either is unknown."""
-    if rootdir is None or cwd is None:
-        return nodeid
-    file, sep, rest = nodeid.partition("::")
-    return os.path.relpath(rootdir / file, cwd) + sep + rest
+# the same-host judge's own environment per side (kernelgate.plugin.sideenv)
+SIDE_ENVS = ("auto", "always", "off")
+DEPENDENCY_FILES = ("pyproject.toml", "setup.py", "setup.cfg", "requirements*.txt", "requirements/*.txt",
+                    "constraints*.txt", "*.lock", "environment.yml")  # fmt: skip
+ENV_INSTALL = "{python} -m pip install --quiet --target {target} -r requirements.txt"
 
 
 class ConfigError(ValueError):
@@ -126,6 +114,9 @@ class GateConfig:
     confirm_min_rounds: int = 3
     confirm_max_rounds: int = 4
     on_inconclusive: Policy = Policy.FAIL
+    side_envs: str = "auto"  # SIDE_ENVS: own environments when base and head declare different ones
+    env_install: str = ENV_INSTALL
+    dependency_files: tuple[str, ...] = DEPENDENCY_FILES
     # the screen suspects a benchmark at this fraction of its thresholds: a runner faster than the
     # baseline's host would otherwise hide a change just over the threshold from the judge
     screen: float = 0.5
@@ -258,6 +249,9 @@ _SIMPLE_KEYS = {
     "base",
     "confirm_min_rounds",
     "confirm_max_rounds",
+    "side_envs",
+    "env_install",
+    "dependency_files",
     "screen",
     "round_tolerance",
     "rules",
@@ -317,6 +311,20 @@ def from_table(table: Mapping[str, Any], where: str, root: Path) -> GateConfig:
                 f"{where}.base = {table['base']!r} must be a git ref (e.g. 'origin/main') or 'auto'."
             )
         updates["base"] = table["base"].strip()
+    if table.get("side_envs", "auto") not in SIDE_ENVS:
+        raise ConfigError(f"{where}.side_envs = {table['side_envs']!r} must be 'auto' (each side in its own "
+                          "environment when the dependency files differ), 'always' or 'off'.")  # fmt: skip
+    updates["side_envs"] = table.get("side_envs", "auto")
+    install = table.get("env_install", ENV_INSTALL)
+    if not isinstance(install, str) or "{target}" not in install:
+        raise ConfigError(f"{where}.env_install = {install!r} must be a command with {{target}}, the folder "
+                          f"to install the tree's dependencies into, e.g. {ENV_INSTALL!r}.")  # fmt: skip
+    updates["env_install"] = install
+    files = table.get("dependency_files", list(DEPENDENCY_FILES))
+    if not isinstance(files, list) or not files or not all(isinstance(f, str) and f for f in files):
+        raise ConfigError(f"{where}.dependency_files = {files!r} must be a list of file patterns from the "
+                          f"repository root, e.g. {list(DEPENDENCY_FILES[:4])}.")  # fmt: skip
+    updates["dependency_files"] = tuple(files)
     for key in ("confirm_min_rounds", "confirm_max_rounds"):
         if key in table:
             value = table[key]
