@@ -18,12 +18,6 @@ from kernelgate.commands import TESTS as TESTS
 from kernelgate.commands import node_target as node_target
 from kernelgate.commands import record_command as record_command
 
-# the same-host judge's own environment per side (kernelgate.plugin.sideenv)
-SIDE_ENVS = ("auto", "always", "off")
-DEPENDENCY_FILES = ("pyproject.toml", "setup.py", "setup.cfg", "requirements*.txt", "requirements/*.txt",
-                    "constraints*.txt", "*.lock", "environment.yml")  # fmt: skip
-ENV_INSTALL = "{python} -m pip install --quiet --target {target} -r requirements.txt"
-
 
 class ConfigError(ValueError):
     """A configuration value is wrong; the message names the value and the fix."""
@@ -114,9 +108,6 @@ class GateConfig:
     confirm_min_rounds: int = 3
     confirm_max_rounds: int = 4
     on_inconclusive: Policy = Policy.FAIL
-    side_envs: str = "auto"  # SIDE_ENVS: own environments when base and head declare different ones
-    env_install: str = ENV_INSTALL
-    dependency_files: tuple[str, ...] = DEPENDENCY_FILES
     # the screen suspects a benchmark at this fraction of its thresholds: a runner faster than the
     # baseline's host would otherwise hide a change just over the threshold from the judge
     screen: float = 0.5
@@ -249,9 +240,6 @@ _SIMPLE_KEYS = {
     "base",
     "confirm_min_rounds",
     "confirm_max_rounds",
-    "side_envs",
-    "env_install",
-    "dependency_files",
     "screen",
     "round_tolerance",
     "rules",
@@ -311,20 +299,6 @@ def from_table(table: Mapping[str, Any], where: str, root: Path) -> GateConfig:
                 f"{where}.base = {table['base']!r} must be a git ref (e.g. 'origin/main') or 'auto'."
             )
         updates["base"] = table["base"].strip()
-    if table.get("side_envs", "auto") not in SIDE_ENVS:
-        raise ConfigError(f"{where}.side_envs = {table['side_envs']!r} must be 'auto' (each side in its own "
-                          "environment when the dependency files differ), 'always' or 'off'.")  # fmt: skip
-    updates["side_envs"] = table.get("side_envs", "auto")
-    install = table.get("env_install", ENV_INSTALL)
-    if not isinstance(install, str) or "{target}" not in install:
-        raise ConfigError(f"{where}.env_install = {install!r} must be a command with {{target}}, the folder "
-                          f"to install the tree's dependencies into, e.g. {ENV_INSTALL!r}.")  # fmt: skip
-    updates["env_install"] = install
-    files = table.get("dependency_files", list(DEPENDENCY_FILES))
-    if not isinstance(files, list) or not files or not all(isinstance(f, str) and f for f in files):
-        raise ConfigError(f"{where}.dependency_files = {files!r} must be a list of file patterns from the "
-                          f"repository root, e.g. {list(DEPENDENCY_FILES[:4])}.")  # fmt: skip
-    updates["dependency_files"] = tuple(files)
     for key in ("confirm_min_rounds", "confirm_max_rounds"):
         if key in table:
             value = table[key]

@@ -30,7 +30,7 @@ from kernelgate.coldstart import verdict as coldverdict
 from kernelgate.coldstart.phases import ColdStart
 from kernelgate.config import Threshold, node_target
 from kernelgate.measure.results import Dist, Measurement
-from kernelgate.plugin import invocation, sideenv
+from kernelgate.plugin import invocation
 from kernelgate.verdict import ab, samehost
 from kernelgate.verdict.compare import Comparison, Judgement, noise_aware_rule
 
@@ -174,47 +174,14 @@ class Judge:
         head_env = dict(os.environ)
         # the deliberate slowdowns stand for a change in the head (--kernelgate-slow-layer likewise)
         base_env = {k: v for k, v in os.environ.items() if k not in HEAD_ONLY_VARIABLES}
-        overlays = self._overlays(sha, tree)
-        if isinstance(overlays, str):
-            return overlays
-        heads = package_roots(self.head_root)
-        roots = [str(tree / r.relative_to(self.head_root)) for r in heads]
-        # the side's own source folders first, then its dependency overlay, then the runner's path
-        for env, own, overlay in (
-            (base_env, roots, overlays.get("base")),
-            (head_env, [], overlays.get("head")),
-        ):
-            path = [*own, *([str(overlay)] if overlay else []), *filter(None, [os.environ.get("PYTHONPATH")])]
-            if overlay and not own:
-                path = [*map(str, heads), *path]
-            if own or overlay:
-                env["PYTHONPATH"] = os.pathsep.join(path)
+        roots = [str(tree / r.relative_to(self.head_root)) for r in package_roots(self.head_root)]
+        if roots:
+            base_env["PYTHONPATH"] = os.pathsep.join([*roots, *filter(None, [os.environ.get("PYTHONPATH")])])
         try:
             base_cwd = tree / cwd.relative_to(self.head_root)
         except ValueError:
             base_cwd = tree
         return Side("base", tree, base_cwd, base_env), Side("head", self.head_root, cwd, head_env)
-
-    def _overlays(self, sha: str, tree: Path) -> dict[str, Path] | str:
-        """Each side's dependency overlay (kernelgate.plugin.sideenv) where base and head declare
-        different dependencies (or ``side_envs = "always"``); none with ``"off"``."""
-        cfg = self.state.config
-        if cfg.side_envs == "off":
-            return {}
-        differ = sideenv.changed(self.head_root, sha, cfg.dependency_files)
-        if cfg.side_envs == "auto" and not differ:
-            return {}
-        why = f"{', '.join(differ)} differ between base and head" if differ else "side_envs = 'always'"
-        found: dict[str, Path] = {}
-        for name, root in (("base", tree), ("head", self.head_root)):
-            made = sideenv.build(name, root, cfg.dependency_files, cfg.env_install, sideenv.cache_root())
-            if isinstance(made, str):
-                return made
-            how = f"built in {made.seconds:.1f} s" if made.built else "cached"
-            self.log(f"kernelgate: same-host judge: {why}: the {name} runs with its own packages from "
-                     f"{made.path} ({how})")  # fmt: skip
-            found[name] = made.path
-        return found
 
     def close(self) -> None:
         tree = self.work / "base"
