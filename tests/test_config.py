@@ -16,6 +16,7 @@ from kernelgate.config import (
     MissingBaseline,
     Rule,
     Scope,
+    SideEnvs,
     Threshold,
     from_table,
     load_pyproject,
@@ -175,7 +176,7 @@ def test_threshold_last_matching_rule_wins() -> None:
     )
     assert cfg.threshold("a", "b", Scope.LAYER, "model.22").rel == 0.4
     assert cfg.threshold("a", "b", Scope.LAYER, "model.5").rel == 0.2
-    assert cfg.threshold("a", "b", Scope.LAYER, "model.0.extra").rel == 0.1
+    assert cfg.threshold("a", "b", Scope.LAYER, "(unattributed)").rel == 0.1
 
 
 def test_threshold_rules_override_rel_and_floor_separately() -> None:
@@ -320,6 +321,50 @@ def test_policies_default_to_fail_and_read_from_the_table() -> None:
     ],
 )
 def test_from_table_refuses_bad_policies_and_types(table: dict[str, object], says: str) -> None:
+    with pytest.raises(ConfigError, match=says):
+        from_table(table, "t", ROOT)
+
+
+def test_side_environments_default_to_auto_and_read_from_the_table() -> None:
+    default = GateConfig()
+    assert default.side_envs is SideEnvs.AUTO
+    assert default.env_install == "{python} -m pip install --quiet --target {target} -r requirements.txt"
+    assert "requirements*.txt" in default.dependency_files and "uv.lock" in default.dependency_files
+    cfg = from_table(
+        {
+            "side_envs": "always",
+            "env_install": "{python} -m pip install --no-index --find-links /wheels --target {target} .",
+            "dependency_files": ["pyproject.toml", "ci/*.txt"],
+        },
+        "t",
+        ROOT,
+    )
+    assert cfg.side_envs is SideEnvs.ALWAYS and cfg.dependency_files == ("pyproject.toml", "ci/*.txt")
+    assert cfg.env_install.endswith("--target {target} .")
+
+
+@pytest.mark.parametrize(
+    ("table", "says"),
+    [
+        ({"side_envs": "yes"}, r"t\.side_envs = 'yes'; use 'auto', 'off' or 'always'\.$"),
+        ({"side_envs": True}, r"t\.side_envs = True; use 'auto', 'off' or 'always'"),
+        (
+            {"env_install": "pip install -r requirements.txt"},
+            r"t\.env_install = 'pip install -r requirements.txt' must be a command \(run without a shell\) "
+            r"that installs a side's dependencies into the folder \{target\}, e\.g\. '\{python\} -m pip",
+        ),
+        ({"env_install": "pip install --target '{target}"}, r"t\.env_install = .* must be a command"),
+        ({"env_install": ["pip", "{target}"]}, r"t\.env_install = \['pip', '\{target\}'\] must be"),
+        (
+            {"dependency_files": "requirements.txt"},
+            r"t\.dependency_files = 'requirements.txt' must be a list",
+        ),
+        ({"dependency_files": ["../requirements.txt"]}, r"must be a list of globs relative to the folder"),
+        ({"dependency_files": ["/etc/requirements.txt"]}, r"e\.g\. \[\"pyproject\.toml\", "),
+        ({"dependency_files": [""]}, r"t\.dependency_files = \[''\] must be a list"),
+    ],
+)
+def test_side_environment_settings_are_checked(table: dict[str, object], says: str) -> None:
     with pytest.raises(ConfigError, match=says):
         from_table(table, "t", ROOT)
 

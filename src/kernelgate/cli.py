@@ -69,8 +69,8 @@ def _record(args: argparse.Namespace) -> int:
 def _ab(args: argparse.Namespace) -> int:
     from kernelgate.verdict.ab import run_ab
 
-    work = Path(args.work).resolve()
-    files = run_ab(Path.cwd(), args.base, args.rounds, args.pytest_args or ["benchmarks"], work)
+    work, pytest_args = Path(args.work).resolve(), args.pytest_args or ["benchmarks"]
+    files = run_ab(Path.cwd(), args.base, args.rounds, pytest_args, work, Path(args.config))
     if files is None:
         return 2
     base, head = files

@@ -6,17 +6,20 @@ No torch here: the plugin reads this at start-up.
 from __future__ import annotations
 
 import enum
+import shlex
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from fnmatch import fnmatchcase
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 # the commands that messages print (re-exported: every module takes them from here)
 from kernelgate.commands import TESTS as TESTS
 from kernelgate.commands import node_target as node_target
 from kernelgate.commands import record_command as record_command
+
+_Choice = TypeVar("_Choice", bound=enum.Enum)
 
 
 class ConfigError(ValueError):
@@ -33,6 +36,23 @@ class Scope(enum.Enum):
 class MissingBaseline(enum.Enum):
     FAIL = "fail"
     WARN = "warn"
+
+
+class SideEnvs(enum.Enum):
+    """Each side of the same-host A/B in its own environment (kernelgate.machine.sideenv)?"""
+
+    AUTO = "auto"  # when the dependency files differ between base and head
+    OFF = "off"
+    ALWAYS = "always"
+
+
+#: Globs, relative to the folder of pyproject.toml, of the files that decide a side's packages.
+DEPENDENCY_FILES = (
+    "pyproject.toml", "setup.py", "setup.cfg", "requirements*.txt", "requirements/*.txt", "constraints*.txt",
+    "*.lock", "uv.lock", "poetry.lock", "Pipfile.lock", "environment.yml",
+)  # fmt: skip
+#: How a side's environment is installed: ``{python}`` is this interpreter, ``{target}`` the folder.
+ENV_INSTALL = "{python} -m pip install --quiet --target {target} -r requirements.txt"
 
 
 class Policy(enum.Enum):
@@ -115,6 +135,10 @@ class GateConfig:
     # round (of two: the faster), and more than the figure's floor, before it counts as disagreeing:
     # refused when saved, and a baseline holding one is no yardstick (kernelgate.baseline.rounds)
     round_tolerance: float = 0.25
+    # each side of the same-host A/B in its own environment when the dependency files differ
+    side_envs: SideEnvs = SideEnvs.AUTO
+    env_install: str = ENV_INSTALL
+    dependency_files: tuple[str, ...] = DEPENDENCY_FILES
 
     def screening(self) -> GateConfig:
         """This configuration with the thresholds the screen applies (relative ones times ``screen``)."""
@@ -222,31 +246,13 @@ def parse_cli_rule(text: str) -> Rule:
 
 
 _SIMPLE_KEYS = {
-    "layer_threshold",
-    "host_threshold",
-    "kernel_threshold",
-    "total_threshold",
-    "floor_us",
-    "kernel_floor_us",
-    "baseline_dir",
-    "missing_baseline",
-    "fail_on_new",
-    "fail_on_missing",
-    "alpha",
-    "confirm",
-    "on_unreliable",
-    "on_nothing_compared",
-    "on_inconclusive",
-    "base",
-    "confirm_min_rounds",
-    "confirm_max_rounds",
-    "screen",
-    "round_tolerance",
-    "rules",
-    "coldstart_threshold",
-    "coldstart_floor_ms",
+    "layer_threshold", "host_threshold", "kernel_threshold", "total_threshold", "floor_us", "kernel_floor_us",
+    "baseline_dir", "missing_baseline", "fail_on_new", "fail_on_missing", "alpha", "confirm", "on_unreliable",
+    "on_nothing_compared", "on_inconclusive", "base", "confirm_min_rounds", "confirm_max_rounds", "screen",
+    "round_tolerance", "rules", "coldstart_threshold", "coldstart_floor_ms", "side_envs", "env_install",
+    "dependency_files",
     "matrix",  # read by kernelgate.models.matrix
-}
+}  # fmt: skip
 
 
 def from_table(table: Mapping[str, Any], where: str, root: Path) -> GateConfig:
@@ -274,8 +280,9 @@ def from_table(table: Mapping[str, Any], where: str, root: Path) -> GateConfig:
         if not isinstance(table["baseline_dir"], str) or not table["baseline_dir"].strip():
             raise ConfigError(f"{where}.baseline_dir = {table['baseline_dir']!r} must be a folder path.")
         updates["baseline_dir"] = root / str(table["baseline_dir"])
-    if "missing_baseline" in table:
-        updates["missing_baseline"] = parse_missing(table["missing_baseline"], f"{where}.missing_baseline")
+    for key, kind in (("missing_baseline", MissingBaseline), ("side_envs", SideEnvs)):
+        if key in table:
+            updates[key] = parse_choice(kind, table[key], f"{where}.{key}")
     if "alpha" in table:
         alpha = parse_fraction(table["alpha"], f"{where}.alpha")
         if alpha >= 0.5:
@@ -285,7 +292,7 @@ def from_table(table: Mapping[str, Any], where: str, root: Path) -> GateConfig:
         updates["alpha"] = alpha
     for key in ("on_unreliable", "on_nothing_compared", "on_inconclusive"):
         if key in table:
-            updates[key] = parse_policy(table[key], f"{where}.{key}")
+            updates[key] = parse_choice(Policy, table[key], f"{where}.{key}")
     if "screen" in table:
         screen = parse_fraction(table["screen"], f"{where}.screen")
         if not 0 < screen <= 1:
@@ -317,6 +324,7 @@ def from_table(table: Mapping[str, Any], where: str, root: Path) -> GateConfig:
     if not isinstance(rules, list):
         raise ConfigError(f"{where}.rules must be an array of tables ([[tool.kernelgate.rules]]).")
     updates["rules"] = tuple(parse_rule(r, f"{where}.rules[{i}]") for i, r in enumerate(rules))
+    updates.update(parse_install(table, where))
     done = replace(cfg, **updates)
     if done.confirm_min_rounds > done.confirm_max_rounds:
         raise ConfigError(
@@ -326,18 +334,42 @@ def from_table(table: Mapping[str, Any], where: str, root: Path) -> GateConfig:
     return done
 
 
-def parse_missing(value: object, what: str) -> MissingBaseline:
+def parse_choice(kind: type[_Choice], value: object, what: str) -> _Choice:
+    """The member of the enum ``kind`` whose value is ``value``, or a ConfigError listing the values."""
     try:
-        return MissingBaseline(str(value))
+        return kind(value)
     except ValueError as exc:
-        raise ConfigError(f"{what} = {value!r}; use 'fail' or 'warn'.") from exc
+        *most, last = [repr(member.value) for member in kind]
+        raise ConfigError(f"{what} = {value!r}; use {', '.join(most)} or {last}.") from exc
 
 
-def parse_policy(value: object, what: str) -> Policy:
-    try:
-        return Policy(value)
-    except ValueError as exc:
-        raise ConfigError(f"{what} = {value!r}; use 'fail' or 'warn'.") from exc
+def parse_install(table: Mapping[str, Any], where: str) -> dict[str, Any]:
+    """``env_install`` and ``dependency_files`` of ``table``, checked."""
+    updates: dict[str, Any] = {}
+    if "env_install" in table:
+        value = table["env_install"]
+        try:
+            words = shlex.split(value) if isinstance(value, str) else []
+        except ValueError:  # an unclosed quote
+            words = []
+        if not any("{target}" in word for word in words):
+            raise ConfigError(
+                f"{where}.env_install = {value!r} must be a command (run without a shell) that installs a "
+                f"side's dependencies into the folder {{target}}, e.g. {ENV_INSTALL!r}."
+            )
+        updates["env_install"] = value
+    if "dependency_files" in table:
+        files = table["dependency_files"]
+        if not isinstance(files, list) or not all(
+            isinstance(f, str) and f.strip() and not f.startswith("/") and ".." not in f.split("/")
+            for f in files
+        ):
+            raise ConfigError(
+                f"{where}.dependency_files = {files!r} must be a list of globs relative to the folder of "
+                'pyproject.toml, e.g. ["pyproject.toml", "requirements*.txt", "requirements/*.txt"].'
+            )
+        updates["dependency_files"] = tuple(files)
+    return updates
 
 
 def load_pyproject(path: Path) -> tuple[GateConfig, bool]:

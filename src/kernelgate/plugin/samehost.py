@@ -7,7 +7,9 @@ rounds alternate base and head (ABBA...), each side a fresh pytest process that 
 still-undecided suspect with the user's whole invocation (:mod:`kernelgate.plugin.invocation`) and
 writes one record per test (``--kernelgate-confirm-out``). After each round the decision rule
 (:mod:`kernelgate.verdict.samehost`) settles what it can. Packages imported from inside the head's
-checkout (``src/``, an editable install) are taken from the base's checkout on the base side.
+checkout (``src/``, an editable install) are taken from the base's checkout on the base side. Where
+base and head depend on other packages, each side runs in its own environment
+(:mod:`kernelgate.machine.sideenv`); one that cannot be built leaves every suspect inconclusive.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from kernelgate.baseline.names import safe_name
 from kernelgate.coldstart import verdict as coldverdict
 from kernelgate.coldstart.phases import ColdStart
 from kernelgate.config import Threshold, node_target
+from kernelgate.machine import sideenv
 from kernelgate.measure.results import Dist, Measurement
 from kernelgate.plugin import invocation
 from kernelgate.verdict import ab, samehost
@@ -170,18 +173,32 @@ class Judge:
         if added.returncode != 0:
             return f"git worktree add of the base {sha[:12]} failed: {added.stderr.strip()[-300:]}"
         self.log(f"kernelgate: same-host judge: base {sha[:12]} ({how}) in {tree}")
+        project = self.rootpath.relative_to(self.head_root)  # the folder of pyproject.toml
+        overlays = sideenv.prepare(self.head_root / project, tree / project, sha, self.state.config, self.log)
+        if isinstance(overlays, str):
+            return overlays
         cwd = Path(self.config.invocation_params.dir).resolve()
-        head_env = dict(os.environ)
-        # the deliberate slowdowns stand for a change in the head (--kernelgate-slow-layer likewise)
-        base_env = {k: v for k, v in os.environ.items() if k not in HEAD_ONLY_VARIABLES}
-        roots = [str(tree / r.relative_to(self.head_root)) for r in package_roots(self.head_root)]
-        if roots:
-            base_env["PYTHONPATH"] = os.pathsep.join([*roots, *filter(None, [os.environ.get("PYTHONPATH")])])
         try:
             base_cwd = tree / cwd.relative_to(self.head_root)
         except ValueError:
             base_cwd = tree
-        return Side("base", tree, base_cwd, base_env), Side("head", self.head_root, cwd, head_env)
+        head_env = dict(os.environ)
+        # the deliberate slowdowns stand for a change in the head (--kernelgate-slow-layer likewise)
+        base_env = {k: v for k, v in os.environ.items() if k not in HEAD_ONLY_VARIABLES}
+        # the packages imported from the head's checkout come from the side's checkout, before the
+        # side's own environment, if it has one (kernelgate.machine.sideenv)
+        roots = package_roots(self.head_root)
+        sides = (Side("base", tree, base_cwd, base_env), Side("head", self.head_root, cwd, head_env))
+        for side in sides:
+            found = overlays.get(side.name)
+            if side.name == "head" and found is None:
+                continue  # the environment of this run, as it is
+            mapped = [str(side.root / r.relative_to(self.head_root)) for r in roots]
+            if mapped or found:
+                side.env["PYTHONPATH"] = sideenv.pythonpath(mapped, found, os.environ.get("PYTHONPATH"))
+            if found:
+                self.log(sideenv.describe(found, side.env, side.cwd))
+        return sides
 
     def close(self) -> None:
         tree = self.work / "base"

@@ -3,11 +3,14 @@
 A/B measures the base commit and the working tree in the same job, alternating rounds
 (base, head, base, head, ...) so that drift of the machine falls on both sides alike, then compares
 the two multi-round results with the same verdict as the gate. Both sides run the installed
-kernelgate; each side's own benchmarks/ and code come from its tree.
+kernelgate; each side's own benchmarks/ and code come from its tree. Where the dependency files
+differ between base and head (``side_envs`` in ``[tool.kernelgate]``), each side's packages come from
+its own environment (:mod:`kernelgate.machine.sideenv`).
 """
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -17,6 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kernelgate.baseline import store as baseline
+from kernelgate.config import ConfigError, load_pyproject
+from kernelgate.machine import sideenv
 
 
 @dataclass(frozen=True)
@@ -24,9 +29,17 @@ class Side:
     name: str
     tree: Path
     baseline_dir: Path
+    env: dict[str, str] | None = None  # None: this process's environment
 
 
-def pytest_round(tree: Path, baseline_dir: Path, first: bool, out_dir: Path, args: Sequence[str]) -> int:
+def pytest_round(
+    tree: Path,
+    baseline_dir: Path,
+    first: bool,
+    out_dir: Path,
+    args: Sequence[str],
+    env: dict[str, str] | None = None,
+) -> int:
     """One round: a fresh pytest process that saves (or appends) into ``baseline_dir``."""
     command = [
         sys.executable, "-m", "pytest", *args, "-p", "no:cacheprovider", "--kernelgate",
@@ -35,7 +48,7 @@ def pytest_round(tree: Path, baseline_dir: Path, first: bool, out_dir: Path, arg
     if not first:
         command.append("--kernelgate-append")
     print("kernelgate:", " ".join(command), f"(in {tree})", flush=True)
-    return subprocess.run(command, cwd=tree, check=False).returncode
+    return subprocess.run(command, cwd=tree, env=env, check=False).returncode
 
 
 def record(rounds: int, args: Sequence[str], tree: Path, append: bool = False) -> int:
@@ -64,18 +77,46 @@ def worktree(repo: Path, ref: str, where: Path) -> Path:
     return where
 
 
-def run_ab(repo: Path, ref: str, rounds: int, args: Sequence[str], work: Path) -> tuple[Path, Path] | None:
-    """Alternate ``rounds`` rounds of base and head; return the two result files (base, head)."""
+def _sides(repo: Path, ref: str, base_tree: Path, work: Path, config: Path) -> list[Side] | None:
+    """Base and head, each in its own environment where the dependency files differ."""
+    try:
+        gate, _ = load_pyproject(config)
+    except ConfigError as exc:
+        print(f"kernelgate: {exc}")
+        return None
+    overlays = sideenv.prepare(repo, base_tree, ref, gate, lambda line: print(line, flush=True))
+    if isinstance(overlays, str):
+        print(f"kernelgate: {overlays}; stopping the A/B run.")
+        return None
+    sides = [Side("base", base_tree, work / "base"), Side("head", repo, work / "head")]
+    for i, side in enumerate(sides):
+        found = overlays.get(side.name)
+        if found is not None:
+            env = dict(os.environ, PYTHONPATH=sideenv.pythonpath([], found, os.environ.get("PYTHONPATH")))
+            print(sideenv.describe(found, env, side.tree), flush=True)
+            sides[i] = Side(side.name, side.tree, side.baseline_dir, env)
+    return sides
+
+
+def run_ab(
+    repo: Path, ref: str, rounds: int, args: Sequence[str], work: Path, config: Path
+) -> tuple[Path, Path] | None:
+    """Alternate ``rounds`` rounds of base and head; return the two result files (base, head).
+    ``config``: the pyproject.toml whose ``[tool.kernelgate]`` says whether the sides get
+    environments of their own."""
     work.mkdir(parents=True, exist_ok=True)
     # outside the repository: pytest must not find the head's pyproject.toml above the base tree
     base_tree = worktree(repo, ref, Path(tempfile.mkdtemp(prefix="kernelgate-ab-")) / "base-tree")
-    sides = [Side("base", base_tree, work / "base"), Side("head", repo, work / "head")]
-    for side in sides:
-        shutil.rmtree(side.baseline_dir, ignore_errors=True)
     try:
+        sides = _sides(repo, ref, base_tree, work, config)
+        if sides is None:
+            return None
+        for side in sides:
+            shutil.rmtree(side.baseline_dir, ignore_errors=True)
         for i in range(rounds):
             for side in sides:
-                code = pytest_round(side.tree, side.baseline_dir, i == 0, work / f"out-{side.name}", args)
+                out = work / f"out-{side.name}"
+                code = pytest_round(side.tree, side.baseline_dir, i == 0, out, args, side.env)
                 if code not in (0,):
                     print(f"kernelgate: {side.name} round {i + 1} exited {code}; stopping the A/B run.")
                     return None
