@@ -329,9 +329,10 @@ def _attribute(
     layers: list[Delta], baseline: Measurement, current: Measurement, alpha: float
 ) -> tuple[list[Delta], tuple[str, ...]]:
     """The layers with the origin of a regression named (:mod:`kernelgate.verdict.origin`). A layer
-    whose kernel set changed counts as an origin when it regressed or, under its threshold, when its
-    own samples moved up significantly (Mann-Whitney ``p < alpha``); then it fails too: the
-    configuration fails on the layers it shifted anyway, and the report must lead with it."""
+    whose kernel set changed counts as an origin when it regressed or, under its relative threshold
+    but over its floor, when its own samples moved up significantly (Mann-Whitney ``p < alpha``);
+    then it fails too: the configuration fails on the layers it shifted anyway, and the report must
+    lead with it."""
     if not any(d.verdict is Verdict.REGRESSED for d in layers):
         return layers, ()
     base = {lay.name: lay.time for lay in baseline.layers}
@@ -340,7 +341,8 @@ def _attribute(
     structural = {}
     for name, what in origin.kernel_set_changes(baseline, current).items():
         d = next((d for d in layers if d.name == name), None)
-        if d is None or name not in base or name not in cur or d.delta_us <= 0:
+        # under its relative threshold, never under its floor: changes under the floor never fail
+        if d is None or name not in base or name not in cur or d.delta_us <= d.threshold.floor_us:
             continue
         p = d.p_value if d.verdict is Verdict.REGRESSED else mann_whitney_p(base[name], cur[name])
         if d.verdict is Verdict.REGRESSED or (p is not None and p < alpha):
