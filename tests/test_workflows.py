@@ -364,23 +364,26 @@ def test_the_reusable_workflows_inputs_reach_the_pytest_command(tmp_path: Path) 
         "baseline-dir": "perf baselines",
         "pytest-args": "-k tiny --kernelgate-only model=tiny",
         "workers": "auto",
+        "device": "cpu",
         "redact": True,
     }
     argv = gate_step_argv(CALLED, "gate", {"inputs": inputs}, tmp_path)
     assert argv[:4] == ["-m", "pytest", "perf/test_tiny.py", "perf/test_other.py"]
     pairs = list(zip(argv, argv[1:], strict=False))
-    for pair in [
+    for pair in [  # (option, value) pairs, or one argument
         ("--kernelgate-matrix", "nightly set"),
         ("--kernelgate-baseline-dir", "perf baselines"),
         ("-k", "tiny"),
         ("--kernelgate-only", "model=tiny"),
         ("-n", "auto"),
+        ("--kernelgate-device=cpu",),
         ("--kernelgate-report-dir", ".kernelgate/report"),
     ]:
-        assert pair in pairs, pair
+        assert (pair in pairs) if len(pair) == 2 else (pair[0] in argv), pair
     assert "--kernelgate-redact" in argv
     default = gate_step_argv(CALLED, "gate", {"inputs": called_inputs({"vars": {}})}, tmp_path)
     assert default[:3] == ["-m", "pytest", "benchmarks"] and "--kernelgate-matrix" not in default
+    assert "--kernelgate-device=cuda" in default
     assert ("--kernelgate-baseline-dir", "baselines") in zip(default, default[1:], strict=False)
 
 
