@@ -4,10 +4,34 @@ from __future__ import annotations
 
 import os
 import shlex
+from collections.abc import Sequence
 from pathlib import Path
 
-#: The folder of the gate benchmarks: where a printed command points when no test is known.
+#: The folder of the gate benchmarks where nothing says otherwise (this repository's).
 TESTS = "benchmarks"
+
+#: The test paths of the pytest run in this process, as typed (set by the plugin, see use_tests).
+_RUN: list[str] = []
+
+
+def use_tests(paths: Sequence[str]) -> None:
+    """The test paths (or node ids) of this process's pytest run, as the user gave them (pytest's
+    arguments, else its ``testpaths``): commands printed without a known test select them. The
+    plugin sets them when it is enabled and clears them at the end of the run."""
+    _RUN[:] = [p for p in paths if p and not p.startswith("-")]
+
+
+def selection() -> tuple[str, ...]:
+    """Where the gate benchmarks are, for a printed command that knows no test: the test paths of
+    this process's pytest run (a repository whose benchmarks live in ``perf/`` gets ``pytest perf
+    ...``), else ``benchmarks``."""
+    return tuple(_RUN) or (TESTS,)
+
+
+def default_target() -> str:
+    """The first of :func:`selection`: the target of a command about one test when its node id is
+    not known."""
+    return selection()[0]
 
 
 def record_command(*targets: str) -> str:
@@ -15,8 +39,8 @@ def record_command(*targets: str) -> str:
     --kernelgate-save``, each target (a test file, or a node id such as
     ``benchmarks/test_yolo.py::test_yolo[yolov8n-fp16-bs1-640]``) quoted for a POSIX shell. A node
     id selects exactly that test, where ``-k NAME`` would also pick ``NAME-graph``; with no target,
-    the whole benchmark folder."""
-    return shlex.join(["pytest", *(targets or (TESTS,)), "--kernelgate-save"])
+    the run's test paths (:func:`selection`)."""
+    return shlex.join(["pytest", *(targets or selection()), "--kernelgate-save"])
 
 
 def node_target(nodeid: str, rootdir: Path | None = None, cwd: Path | None = None) -> str:

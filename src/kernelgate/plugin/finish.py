@@ -143,15 +143,15 @@ def cases(config: pytest.Config, state: State) -> list[policy.Case]:
     judged), without a baseline, unreliable, or failed before comparing."""
     where = path_for(state.config.baseline_dir, state.arch) if state.arch else state.config.baseline_dir
     tests = _targets(config, state)
-    found = [policy.Case.of(c, tests.get(c.benchmark, cfg.TESTS)) for c in state.comparisons]
+    found = [policy.Case.of(c, tests.get(c.benchmark, cfg.default_target())) for c in state.comparisons]
     found += [
         policy.Case(name, policy.Status.NO_BASELINE, f"no baseline in {where}",
-                    cfg.record_command(tests.get(name, cfg.TESTS)))
+                    cfg.record_command(tests.get(name, cfg.default_target())))
         for name in state.missing
     ]  # fmt: skip
     found += [
         policy.Case(name, policy.Status.UNRELIABLE, "the profile cannot be trusted (see the test's message)",
-                    f"pytest {shlex.quote(tests.get(name, cfg.TESTS))} (run it again; docs/faults.md)")
+                    f"pytest {shlex.quote(tests.get(name, cfg.default_target()))} (run it again; docs/faults.md)")
         for name in state.unreliable
     ]  # fmt: skip
     found += [

@@ -83,6 +83,11 @@ def pytest_configure(config: pytest.Config) -> None:
         config.option.benchmark_storage = f"file://{gate_config.baseline_dir / arch}"
 
 
+def pytest_unconfigure(config: pytest.Config) -> None:
+    if config.stash.get(STATE_KEY, None) is not None:
+        cfg.use_tests(())
+
+
 def _enabled(config: pytest.Config) -> bool:
     if config.getoption("kernelgate_disable"):
         return False
@@ -212,6 +217,8 @@ def pytest_collection_finish(session: pytest.Session) -> None:
         state.set_gate_tests(
             [i.nodeid for i in session.items if "kernelgate" in getattr(i, "fixturenames", ())]
         )
+        if state.gate_tests:  # printed commands that know no test select this run's test paths
+            cfg.use_tests(session.config.args)
 
 
 @pytest.hookimpl(wrapper=True)
