@@ -3,8 +3,8 @@ in perf/, its baselines in perf-baselines/) calls the reusable workflow from its
 and installs kernelgate as the built wheel. The test runs, on the CPU, the steps of kernelgate.yml
 that its caller's inputs shape: the doctor, the gate and the job summary; the baseline is recorded
 with the oldest allowed pytest-benchmark (4.0.0, with pytest 8.0.0) and the gate runs with the
-newest (this environment's), both under pytest-xdist, where measure/timing.py reads
-pytest-benchmark's internals."""
+newest (this environment's); the recording runs under pytest-xdist, where measure/timing.py reads
+pytest-benchmark's internals (tests/test_xdist.py runs them with the newest)."""
 
 from __future__ import annotations
 
@@ -92,20 +92,29 @@ def test_another_repository_adopts_kernelgate_through_the_workflow_and_the_wheel
     (saved,) = (repo / "perf-baselines").glob("*/0001_kernelgate.json")
     data = json.loads(saved.read_text())
     assert data["version"] == "4.0.0"
-    assert [b["fullname"] for b in data["benchmarks"]] == ["perf/test_tiny_model.py::test_tiny_model"]
+    names = sorted(b["fullname"] for b in data["benchmarks"])
+    assert names == [f"perf/test_tiny_model.py::test_tiny_model[{n}]" for n in (32, 48)]
     assert data["benchmarks"][0]["stats"]["rounds"] >= 1  # timed by timing.py under xdist
 
     # the gate job on a runner: the install step's .venv, then the steps as kernelgate.yml has them,
-    # on the CPU (the runner here has no GPU) with one xdist worker, newest pytest-benchmark
+    # on the CPU (the runner here has no GPU) in one process, with the newest pytest-benchmark
     fresh_venv(repo / ".venv", str(built[0]), "-e", str(repo))
-    inputs |= {"device": "cpu", "workers": "1"}
+    inputs |= {"device": "cpu", "workers": "0", "pytest-args": "-v"}
     doctor = run_step("Is the runner fit to benchmark?", inputs, repo)
     assert doctor.returncode == 0, doctor.stdout[-2000:] + doctor.stderr[-2000:]
     assert "fit to benchmark in CPU mode" in doctor.stdout
     gate = run_step("Gate (kernels and cold start)", inputs, repo)
     out = gate.stdout
     assert gate.returncode == 0, out[-3000:] + gate.stderr[-2000:]
-    assert "perf/test_tiny_model.py::test_tiny_model PASSED" in out or "1 passed" in out
+    assert "2 passed" in out
+    # a line per finished gate test, with the gate's verdict; every layer with -v
+    progress = [line for line in out.splitlines() if line.startswith("kernelgate [")]
+    assert [line.split(": ")[0] for line in progress] == [
+        "kernelgate [1/2] test_tiny_model[32]",
+        "kernelgate [2/2] test_tiny_model[48]",
+    ], out[-3000:]
+    assert all(line.split(": ", 1)[1].startswith(("pass (", "suspect: ")) for line in progress)
+    assert "tinydet-fp32-32 on cpu-" in out and "tinydet-fp32-48 on cpu-" in out
     results = json.loads(next((repo / ".kernelgate" / "results").glob("*/0001_kernelgate.json")).read_text())
     from importlib.metadata import version
 
@@ -114,6 +123,6 @@ def test_another_repository_adopts_kernelgate_through_the_workflow_and_the_wheel
     done = run_step("Job summary", inputs, repo, GITHUB_STEP_SUMMARY=str(summary))
     assert done.returncode == 0
     text = summary.read_text()
-    assert text.startswith("<!-- kernelgate-report -->") and "tinydet-fp32" in text
-    assert "### ✅ kernelgate: no regression in 1 benchmark(s)" in text
+    assert text.startswith("<!-- kernelgate-report -->") and "tinydet-fp32-48" in text
+    assert "### ✅ kernelgate: no regression in 2 benchmark(s)" in text
     assert sys.executable not in out  # the runner's own .venv ran it

@@ -10,6 +10,7 @@ and the slowed step must name model.2.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -40,7 +41,10 @@ def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
 
 
 @pytest.mark.slow
-def test_record_pass_and_catch_a_slowed_layer(pytester: pytest.Pytester) -> None:
+def test_record_pass_and_catch_a_slowed_layer(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("COLUMNS", "80")  # the terminal's width, where pytest colours (--color=yes)
     pytester.makepyprojecttoml(PYPROJECT)
     pytester.makepyfile(test_suite="import pytest\n" + SUITE)
 
@@ -65,14 +69,21 @@ def test_record_pass_and_catch_a_slowed_layer(pytester: pytest.Pytester) -> None
     assert layers[:3] == ["input", "model.0", "model.1"] and "model.22" in layers
     assert bench["stats"]["rounds"] >= 3
 
-    again = run(pytester)
+    again = run(pytester, "-q")  # -q: one line for a run that passed, no table
     again.assert_outcomes(passed=1)
+    assert "kernelgate: 1 benchmark(s) compared, none failed" in again.stdout.lines
+    assert "where the time goes (medians):" not in again.stdout.lines
 
     # the screen alone: tests/test_samehost_e2e.py covers the same-host judge
-    slowed = run(pytester, "--kernelgate-slow-layer=model.2:8", "--kernelgate-no-confirm")
+    slowed = run(pytester, "--kernelgate-slow-layer=model.2:8", "--kernelgate-no-confirm", "--color=yes")
     slowed.assert_outcomes(failed=1)
     slowed.stdout.fnmatch_lines(["*REGRESSED model.2 C2f:*threshold 100 %, floor 300 µs*"])
     assert "REGRESSED model.3 " not in slowed.stdout.str()
+    # a terminal of 80 columns: the table fits it, verdicts in colour
+    section = slowed.stdout.str().split(" kernelgate ")[-1].split("where the time goes")[0]
+    table = [line for line in section.splitlines()[1:] if "\x1b" not in line or "regressed" in line]
+    assert "\x1b[1;31mregressed\x1b[0m" in section
+    assert max(len(re.sub(r"\x1b\[[0-9;]*m", "", line)) for line in table) <= 80
 
     compat = run(pytester, "--benchmark-compare")
     compat.assert_outcomes(passed=1)

@@ -73,9 +73,7 @@ def test_bad_input_exits_2_with_a_line_and_no_traceback(
     bad_config = tmp_path / "bad.toml"
     bad_config.write_text('[tool.kernelgate]\nlayer_threshold = "5"\n', encoding="utf-8")
     argv, expected = BAD_INPUTS[case]
-    argv = [
-        a.format(bad=tmp_path / "bad.json", folder=tmp_path / "folder", config=bad_config) for a in argv
-    ]
+    argv = [a.format(bad=tmp_path / "bad.json", folder=tmp_path / "folder", config=bad_config) for a in argv]
     try:
         code = cli.main(argv)
     except SystemExit as exc:  # argparse: usage errors exit 2 through SystemExit

@@ -7,6 +7,7 @@ with a small evaluator of GitHub's expressions (gh_expressions.py).
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import re
@@ -369,7 +370,7 @@ def test_the_reusable_workflows_inputs_reach_the_pytest_command(tmp_path: Path) 
     }
     argv = gate_step_argv(CALLED, "gate", {"inputs": inputs}, tmp_path)
     assert argv[:4] == ["-m", "pytest", "perf/test_tiny.py", "perf/test_other.py"]
-    pairs = list(zip(argv, argv[1:], strict=False))
+    pairs = list(itertools.pairwise(argv))
     for pair in [  # (option, value) pairs, or one argument
         ("--kernelgate-matrix", "nightly set"),
         ("--kernelgate-baseline-dir", "perf baselines"),
@@ -384,7 +385,7 @@ def test_the_reusable_workflows_inputs_reach_the_pytest_command(tmp_path: Path) 
     default = gate_step_argv(CALLED, "gate", {"inputs": called_inputs({"vars": {}})}, tmp_path)
     assert default[:3] == ["-m", "pytest", "benchmarks"] and "--kernelgate-matrix" not in default
     assert "--kernelgate-device=cuda" in default
-    assert ("--kernelgate-baseline-dir", "baselines") in zip(default, default[1:], strict=False)
+    assert ("--kernelgate-baseline-dir", "baselines") in itertools.pairwise(default)
 
 
 def test_the_expression_evaluator_follows_github() -> None:

@@ -17,10 +17,10 @@ from typing import Any, TypeVar
 # the commands that messages print (re-exported: every module takes them from here)
 from kernelgate.commands import TESTS as TESTS
 from kernelgate.commands import default_target as default_target
-from kernelgate.commands import selection as selection
-from kernelgate.commands import use_tests as use_tests
 from kernelgate.commands import node_target as node_target
 from kernelgate.commands import record_command as record_command
+from kernelgate.commands import selection as selection
+from kernelgate.commands import use_tests as use_tests
 
 _Choice = TypeVar("_Choice", bound=enum.Enum)
 

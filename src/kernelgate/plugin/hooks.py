@@ -78,6 +78,10 @@ def pytest_configure(config: pytest.Config) -> None:
     arch = detect_arch_key(force_cpu=opts.device == "cpu")
     cases = _cases(config, on_gpu=not arch.startswith("cpu"))
     config.stash[STATE_KEY] = State(config=gate_config, options=opts, arch=arch, cases=cases)
+    if not hasattr(config, "workerinput"):  # the process that prints: a line per finished gate test
+        from kernelgate.plugin.progress import Progress
+
+        config.pluginmanager.register(Progress(config), "kernelgate-progress")
     # pytest-benchmark's own --benchmark-compare/--benchmark-save then use the same folder.
     if getattr(config.option, "benchmark_storage", None) == DEFAULT_STORAGE:
         config.option.benchmark_storage = f"file://{gate_config.baseline_dir / arch}"

@@ -12,7 +12,6 @@ import pytest
 
 from kernelgate import config as cfg
 
-
 #: Each kernelgate option's pytest dest and default, filled by :func:`add`: any of them given turns
 #: the plugin on (``given``).
 DEFAULTS: dict[str, Any] = {}
