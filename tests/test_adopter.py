@@ -23,6 +23,7 @@ from test_workflows import BIN, load, tool
 from wheels import fresh_venv
 
 ADOPTER = Path(__file__).parent / "adopter"
+README = Path(__file__).parent.parent / "README.md"
 CALLED = "kernelgate/kernelgate/.github/workflows/kernelgate.yml@"
 OLDEST = ("pytest-benchmark==4.0.0", "pytest==8.0.0")
 
@@ -73,6 +74,9 @@ def test_another_repository_adopts_kernelgate_through_the_workflow_and_the_wheel
     workflow = repo / ".github" / "workflows" / "perf.yml"
     caller = yaml.safe_load(workflow.read_text())["jobs"]["kernelgate"]
     assert caller["uses"].startswith(CALLED)
+    readme = README.read_text().split("## Adopt it in another repository", 1)[1]
+    shown = yaml.safe_load(readme.split("```yaml\n", 1)[1].split("```", 1)[0])["jobs"]["kernelgate"]
+    assert shown | {"uses": caller["uses"]} == caller  # the README's lines are the ones tested here
     inputs = inputs_of(caller)
     assert (inputs["tests"], inputs["baseline-dir"]) == ("perf", "perf-baselines")
     linted = subprocess.run(

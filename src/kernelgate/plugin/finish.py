@@ -92,9 +92,12 @@ def finish(session: pytest.Session) -> None:
             write(session.config, state, path_for(state.config.baseline_dir, arch), reliable, True)
             from kernelgate.report.trace_store import keep_for_baselines
 
-            runs = [
+            from kernelgate.coldstart.verdict import EXTRA_KEY
+
+            runs = [  # a cold start runs in child processes and has no trace to keep
                 (e.fullname, e.measurement.arch, e.measurement.benchmark, e.measurement.total.samples)
                 for e in reliable
+                if EXTRA_KEY not in (e.benchmark.get("extra_info") or {})
             ]
             state.note(*keep_for_baselines(runs, state.options.out_dir, state.config.baseline_dir))
         elif not state.options.save:
