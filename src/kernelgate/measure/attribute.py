@@ -9,6 +9,7 @@ outside every module range goes to :data:`UNATTRIBUTED`; work outside every step
 from __future__ import annotations
 
 import bisect
+import functools
 import re
 
 import pandas as pd
@@ -35,8 +36,12 @@ COLUMNS = [
 ]
 
 
+@functools.lru_cache(maxsize=65536)
 def normalize_kernel_name(name: str) -> str:
-    """A kernel's stable identity: no ``void`` prefix, no parameter list, no trailing counters."""
+    """A kernel's stable identity: no ``void`` prefix, no parameter list, no trailing counters.
+
+    Cached: a profile names the same few hundred kernels in every iteration (without the cache, under
+    cProfile, it took 18 of 101 s of the quick set on an H100, 2026-11-25)."""
     text = " ".join(name.split())
     text = text.removeprefix("void ")
     if text.endswith(")"):

@@ -331,6 +331,8 @@ def build(
 
     ``groups`` (layer -> group, :attr:`kernelgate.models.layers.Layers.groups`) is kept for the layers
     that ran."""
+    import pandas as pd
+
     from kernelgate.measure.attribute import busy_us
 
     total = _per_iteration(frame.groupby("iteration")["dur_us"].sum(), iterations)
@@ -345,28 +347,40 @@ def build(
     )
 
     known = groups or {}
+    keys = ["layer", "module", "kernel"]
+    # one pass over the frame: per kernel (first-launch order) its time per iteration, its launches and
+    # the launch facts of its first launch (a per-kernel groupby took seconds per benchmark)
+    first = frame.drop_duplicates(keys)
+    calls = frame.groupby(keys, sort=False).size()
+    table = (
+        frame.groupby([*keys, "iteration"], sort=False)["dur_us"]
+        .sum()
+        .unstack("iteration", fill_value=0)
+        .reindex(columns=range(iterations), fill_value=0.0)
+    )
+    order = pd.MultiIndex.from_frame(first[keys])
+    table, calls = table.reindex(order), calls.reindex(order)
     kernels = []
-    grouped = frame.groupby(["layer", "module", "kernel"], sort=False)
-    for (layer, module, kernel), group in grouped:
-        first = group.iloc[0]
+    rows = first.to_dict("records")
+    for row, samples, count in zip(rows, table.to_numpy(), calls.to_numpy(), strict=True):
         launch = (
             {
-                "grid": first["grid"],
-                "block": first["block"],
-                "registers": int(first["registers"]),
-                "shared_memory": int(first["shared_memory"]),
-                "occupancy_pct": float(first["occupancy_pct"]),
+                "grid": row["grid"],
+                "block": row["block"],
+                "registers": int(row["registers"]),
+                "shared_memory": int(row["shared_memory"]),
+                "occupancy_pct": float(row["occupancy_pct"]),
             }
-            if first["grid"]
+            if row["grid"]
             else {}
         )
         kernels.append(
             KernelStat(
-                layer=str(layer),
-                module=str(module),
-                name=str(kernel),
-                time=_per_iteration(group.groupby("iteration")["dur_us"].sum(), iterations),
-                calls=len(group) / iterations,
+                layer=str(row["layer"]),
+                module=str(row["module"]),
+                name=str(row["kernel"]),
+                time=Dist(tuple(float(v) for v in samples)),
+                calls=int(count) / iterations,
                 launch=launch,
             )
         )

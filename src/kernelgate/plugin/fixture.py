@@ -34,7 +34,7 @@ from kernelgate.models.yolo import (
 )
 from kernelgate.plugin.session import MissingBaselineWarning, NotComparedWarning, State
 from kernelgate.report.terminal import failure_message
-from kernelgate.verdict import yardstick
+from kernelgate.verdict import structure, yardstick
 from kernelgate.verdict.compare import Comparison, compare
 
 if TYPE_CHECKING:
@@ -317,9 +317,15 @@ class KernelGate:
         _check_baseline_entry(entry, result, self.state, shown(path), self.target)
         comparison = compare(entry.measurement, result, self.state.config)
         screen = comparison.failed
-        if self.state.config.confirm and not screen:  # suspect at a fraction of the thresholds too
+        confirm = self.state.config.confirm
+        if confirm and not screen:  # suspect at a fraction of the thresholds too
             screen = compare(entry.measurement, result, self.state.config.screening()).failed
-        if screen and self.state.config.confirm:
+        # what the forward launches does not depend on the host: a change there is a suspect at any size
+        built = structure.changes(entry.measurement, result)
+        if built:
+            note = f"what the forward launches changed since the baseline: {structure.summary(built)}"
+            comparison = dataclasses.replace(comparison, notes=(*comparison.notes, note))
+        if (screen or built) and confirm:
             # a suspect: base and head on this runner decide at the end of the session
             from kernelgate.plugin.samehost import KERNEL, Suspect
 

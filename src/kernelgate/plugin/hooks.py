@@ -206,6 +206,16 @@ def kernelgate(request: pytest.FixtureRequest, benchmark: Any) -> KernelGate:
 
 
 @pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """A same-host round's child started ahead of its turn waits here for its go (plugin/standby.py)."""
+    go = config.getoption("kernelgate_standby", None)
+    if go:
+        from kernelgate.plugin import standby
+
+        standby.select(config, items, Path(go))
+
+
+@pytest.hookimpl(trylast=True)
 def pytest_collection_finish(session: pytest.Session) -> None:
     state = session.config.stash.get(STATE_KEY, None)
     if state is not None:

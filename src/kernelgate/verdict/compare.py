@@ -27,7 +27,7 @@ from typing import Any
 from kernelgate.baseline.rounds import majority_spread
 from kernelgate.config import GateConfig, Policy, Scope, Threshold
 from kernelgate.measure.results import Dist, Measurement
-from kernelgate.verdict import origin
+from kernelgate.verdict import origin, structure
 
 DEFAULT_ALPHA = 0.01
 MIN_SAMPLES_FOR_TEST = 3
@@ -339,7 +339,7 @@ def _attribute(
     cur = {lay.name: lay.time for lay in current.layers}
     p_values: dict[str, float] = {}
     structural = {}
-    for name, what in origin.kernel_set_changes(baseline, current).items():
+    for name, what in structure.by_layer(structure.changes(baseline, current)).items():
         d = next((d for d in layers if d.name == name), None)
         # under its relative threshold, never under its floor: changes under the floor never fail
         if d is None or name not in base or name not in cur or d.delta_us <= d.threshold.floor_us:
