@@ -59,7 +59,7 @@ def normalize_kernel_name(name: str) -> str:
     return text
 
 
-def _innermost(ranges: list[Range], launches: list[tuple[float, int]]) -> dict[int, str]:
+def innermost(ranges: list[Range], launches: list[tuple[float, int]]) -> dict[int, str]:
     """For launches (ts, index) on one thread, the innermost range open at ts (properly nested ranges)."""
     ordered = sorted(ranges, key=lambda r: (r.start_us, -r.end_us))
     stack: list[Range] = []
@@ -92,7 +92,7 @@ def attribute(trace: ParsedTrace, layers: Layers) -> pd.DataFrame:
             by_thread.setdefault(act.launch_tid, []).append((act.launch_ts, i))
     module_of: dict[int, str] = {}
     for tid, launches in by_thread.items():
-        module_of.update(_innermost([r for r in trace.ranges if r.tid == tid], launches))
+        module_of.update(innermost([r for r in trace.ranges if r.tid == tid], launches))
 
     rows = []
     for i, act in enumerate(trace.activities):

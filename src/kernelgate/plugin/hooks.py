@@ -63,6 +63,7 @@ def pytest_configure(config: pytest.Config) -> None:
         allow_other_gpu=bool(config.getoption("kernelgate_allow_other_gpu")),
         matrix=config.getoption("kernelgate_matrix"),
         only=tuple(config.getoption("kernelgate_only")),
+        threads_env=os.environ.get("OMP_NUM_THREADS"),  # before any model build imports ultralytics
     )
     if opts.append and not opts.save:
         raise pytest.UsageError(

@@ -4,8 +4,8 @@ Timings move between hosts of one GPU model (a few % per layer, tens of % on hos
 a small slowdown can hide in the screen against a baseline another host recorded. What a forward
 *launches* does not move between hosts: which kernels each module runs, how often per forward and
 with which grid. A change there (an added ``.add``, nearest -> bilinear upsampling, cuDNN switched
-off, SiLU unfused, a synchronisation or a device-to-host copy in a layer) is a structural change,
-seen on any runner, however small its time.
+off, SiLU unfused; on the host side a new synchronisation or device-to-host copy in a layer:
+:mod:`kernelgate.measure.hosttime`) is a structural change, seen on any runner, however small its time.
 
 One exception is not structural: the convolution and matrix-multiply engines (cuDNN, cuBLAS(Lt),
 CUTLASS, nvjet, ...) pick their algorithm per process and per GPU, and an algorithm may bring its
@@ -25,6 +25,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from kernelgate.measure import hosttime
 from kernelgate.measure.results import KernelStat, Measurement
 
 # kernels of the convolution and GEMM engines: their choice is per process and per GPU, not per change
@@ -52,7 +53,7 @@ class Change:
 
     layer: str
     module: str
-    what: str  # "new", "gone", "launches", "grid", "engine"
+    what: str  # "new", "gone", "launches", "grid", "engine", "waits" (the host's, in the layer)
     kernel: str
     before: str
     after: str
@@ -67,6 +68,8 @@ class Change:
             return f"{short} in {self.module}: {self.before} -> {self.after} launches a forward"
         if self.what == "grid":
             return f"{short} in {self.module}: grid {self.before} -> {self.after}"
+        if self.what == "waits":
+            return f"{self.module} on the host: {self.kernel} {self.before} -> {self.after} a forward"
         return f"{self.module}: {ENGINE_KERNELS} {self.before} -> {self.after}"
 
 
@@ -117,6 +120,9 @@ def changes(base: Measurement, current: Measurement) -> tuple[Change, ...]:
         engine = kernel == ENGINE_KERNELS
         what, b, a = ("engine", "present", "absent") if engine else ("gone", _n(was.calls), "")
         found.append(Change(was.layer, module, what, kernel, b, a))
+    if base.host_layers and current.host_layers:  # records before the host side existed have none
+        for layer, waits in hosttime.sync_changes(base.host_calls, current.host_calls).items():
+            found += [Change(layer, layer, "waits", name, str(b), str(a)) for name, b, a in waits]
     return tuple(found)
 
 
