@@ -90,9 +90,8 @@ def finish(session: pytest.Session) -> None:
         reliable = [e for e in state.measured if e.measurement.reliable]
         if state.options.save and reliable:
             write(session.config, state, path_for(state.config.baseline_dir, arch), reliable, True)
-            from kernelgate.report.trace_store import keep_for_baselines
-
             from kernelgate.coldstart.verdict import EXTRA_KEY
+            from kernelgate.report.trace_store import keep_for_baselines
 
             runs = [  # a cold start runs in child processes and has no trace to keep
                 (e.fullname, e.measurement.arch, e.measurement.benchmark, e.measurement.total.samples)
