@@ -106,4 +106,9 @@ def test_one_slow_layer_stands_out_on_a_slower_runner() -> None:
 def test_no_factor_from_fewer_than_three_layers() -> None:
     few = {"model.7": 120.0, "model.8": 150.0}
     assert hostspeed.factor(record(few), record(few, speed=2.0)) is None
-    assert hostspeed.scaled(record(few), None) == record(few)
+    unscaled = hostspeed.scaled(record(few), None)
+    assert unscaled.host_layers == () and unscaled.wall.n == 0  # nothing to screen the host side with
+    shown = compare(record(few), record(few, speed=2.0), GateConfig())
+    assert shown.failed  # as recorded: every host figure slower
+    relative = hostspeed.relative(shown, compare(unscaled, record(few, speed=2.0), GateConfig()), None)
+    assert not relative.failed and "not screened against another host" in relative.of(Scope.WALL)[0].note

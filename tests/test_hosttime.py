@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import time
+from typing import Any
+
+import pytest
 from factories import launched, module_range, runtime, step
 
 from kernelgate.measure import hosttime
@@ -39,9 +43,40 @@ def trace(
     return [e for n in range(2) for e in iteration(n, 1000.0 * n, model2_us, sync, n in copy_in)]
 
 
-def test_each_layer_s_host_time_is_the_length_of_its_range_per_iteration() -> None:
-    times = hosttime.layer_host_us(parse_gpu(trace(model2_us=250.0)), LAYERS)
-    assert times == {"model.1": [20.0, 20.0], "model.2": [250.0, 250.0]}  # model.1.conv is inside model.1
+def test_each_layer_s_host_time_is_timed_by_hooks_and_the_stages_by_the_clock() -> None:
+    torch = pytest.importorskip("torch")
+
+    class Waits(torch.nn.Module):
+        def forward(self, x: Any) -> Any:
+            time.sleep(0.002)
+            return x + 1
+
+    net = torch.nn.Sequential(torch.nn.Identity(), Waits(), torch.nn.Identity())
+    layers = Layers({"0": "Identity", "1": "Waits", "2": "Identity"})
+
+    def step() -> None:
+        with hosttime.stage(torch.profiler.record_function, "input"):
+            x = torch.zeros(4)
+        net(x)
+
+    times = hosttime.layer_host_us(step, net, layers, iterations=3)
+    assert list(times) == ["input", "0", "1", "2"]  # the order they ran in
+    assert all(len(v) == 3 for v in times.values())
+    assert min(times["1"]) >= 2000.0  # the layer that sleeps 2 ms
+    assert not net[1]._forward_hooks and not net[1]._forward_pre_hooks  # the hooks are gone again
+    assert not hosttime.CLOCK.on
+    step()  # outside the timed steps the clock keeps nothing
+    assert hosttime.CLOCK.spent == {}
+
+
+def test_a_graph_replay_has_host_times_of_its_stages_only() -> None:
+    torch = pytest.importorskip("torch")
+
+    def step() -> None:
+        with hosttime.stage(torch.profiler.record_function, "input"):
+            torch.zeros(4)
+
+    assert list(hosttime.layer_host_us(step, None, LAYERS, iterations=2)) == ["input"]
 
 
 def test_waits_and_copies_are_counted_per_layer_and_iteration() -> None:
@@ -65,8 +100,8 @@ def test_a_new_wait_is_a_change_and_an_unsteady_one_is_not() -> None:
     assert hosttime.sync_changes(base, half) == {}
 
 
-def measured(**kwargs: object) -> Measurement:
-    parsed = parse_gpu(trace(**kwargs))  # type: ignore[arg-type]
+def measured(model2_us: float = 20.0, **kwargs: object) -> Measurement:
+    parsed = parse_gpu(trace(model2_us, **kwargs))  # type: ignore[arg-type]
     return build(
         attribute(parsed, LAYERS),
         benchmark="b",
@@ -75,7 +110,7 @@ def measured(**kwargs: object) -> Measurement:
         iterations=2,
         wall_us=[300.0, 310.0],
         environment={},
-        host_us=hosttime.layer_host_us(parsed, LAYERS),
+        host_us={"model.1": [20.0, 20.0], "model.2": [model2_us, model2_us]},
         host_calls=hosttime.sync_calls(parsed, LAYERS),
     )
 

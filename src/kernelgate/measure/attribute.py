@@ -14,10 +14,9 @@ import re
 
 import pandas as pd
 
-from kernelgate.measure.trace import Activity, ParsedTrace, Range
+from kernelgate.measure.trace import UNATTRIBUTED as UNATTRIBUTED
+from kernelgate.measure.trace import Activity, ParsedTrace, Range, innermost
 from kernelgate.models.layers import Layers
-
-UNATTRIBUTED = "(unattributed)"
 
 COLUMNS = [
     "iteration",
@@ -57,25 +56,6 @@ def normalize_kernel_name(name: str) -> str:
     if text.startswith("triton"):
         text = re.sub(r"_\d+$", "", text)
     return text
-
-
-def innermost(ranges: list[Range], launches: list[tuple[float, int]]) -> dict[int, str]:
-    """For launches (ts, index) on one thread, the innermost range open at ts (properly nested ranges)."""
-    ordered = sorted(ranges, key=lambda r: (r.start_us, -r.end_us))
-    stack: list[Range] = []
-    found: dict[int, str] = {}
-    pos = 0
-    for ts, index in sorted(launches):
-        while pos < len(ordered) and ordered[pos].start_us <= ts:
-            while stack and stack[-1].end_us <= ordered[pos].start_us:
-                stack.pop()
-            stack.append(ordered[pos])
-            pos += 1
-        while stack and stack[-1].end_us < ts:
-            stack.pop()
-        if stack:
-            found[index] = stack[-1].name
-    return found
 
 
 def _step_index(steps: tuple[Range, ...]) -> tuple[list[float], list[Range]]:

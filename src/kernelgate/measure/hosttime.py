@@ -2,24 +2,31 @@
 
 In an eager forward at batch 1 the GPU is busy 14 to 30 % of the wall time (docs/measurements.md): the
 rest is the host (Python, the framework, kernel launches, waits). So each top-level layer's host time
-is measured too: the length of its ``kg/<layer>`` range on the CPU per profiled iteration (the
-profiler's own cost per op is in it, the same on both sides of a comparison). And the runtime calls
-that make the host wait for the device or copy (``cudaDeviceSynchronize``, ``cudaStreamSynchronize``,
-``cudaMemcpy*``: :data:`kernelgate.measure.trace.SYNC_CALL`) are counted per layer and iteration: a
-new one (``.item()``, ``.cpu()``, ``torch.cuda.synchronize()``) is a structural change of the host side.
+is measured too, without the profiler (under it, every op's recording made yolov8n's layers 2-3x
+longer on the host and 10-40 % noisier from one iteration to the next, on an H100 host, 2026-11-25):
+forward hooks on the top-level layers and a :class:`Clock` around the stages of a step (``input``,
+``preprocess``, ``postprocess``, ``compiled``) read ``perf_counter_ns`` over :data:`ITERATIONS` steps of
+their own, after pytest-benchmark's timed rounds (which run without hooks).
 
-A CUDA-graph replay runs no module's Python forward (one ``cudaGraphLaunch``), a compiled forward one
-``compiled`` range: they have host times only for what has a range.
+The runtime calls that make the host wait for the device or copy (``cudaDeviceSynchronize``,
+``cudaStreamSynchronize``, ``cudaMemcpy*``: :data:`kernelgate.measure.trace.SYNC_CALL`) are counted per
+layer and iteration from the profile: a new one (``.item()``, ``.cpu()``, ``torch.cuda.synchronize()``)
+is a structural change of the host side.
+
+A CUDA-graph replay runs no module's Python forward (one ``cudaGraphLaunch``): it has host times for
+its stages only.
 """
 
 from __future__ import annotations
 
 import bisect
+import contextlib
+import time
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
 
-from kernelgate.measure.attribute import UNATTRIBUTED, innermost
-from kernelgate.measure.trace import ParsedTrace, Range
+from kernelgate.measure.trace import RANGE_PREFIX, UNATTRIBUTED, ParsedTrace, Range, innermost
 from kernelgate.models.layers import Layers
 
 
@@ -35,22 +42,73 @@ def _steps(trace: ParsedTrace) -> tuple[list[float], list[Range]]:
     return [s.start_us for s in steps], steps
 
 
-def layer_host_us(trace: ParsedTrace, layers: Layers) -> dict[str, list[float]]:
-    """Top-level layer -> its host time (µs) in each iteration, in the order the layers first ran.
+ITERATIONS = 20  # steps timed with the hooks (5 on the CPU: see pipeline.py)
 
-    A layer's range is the one named exactly as the layer (``kg/model.9``, ``kg/preprocess``); a layer
-    called twice in an iteration counts both calls."""
-    starts, steps = _steps(trace)
-    out: dict[str, list[float]] = {}
-    for r in sorted(trace.ranges, key=lambda r: r.start_us):
-        if r.name not in layers.types:
-            continue
-        iteration = _iteration_of(r.start_us, starts, steps)
-        if iteration is None:
-            continue
-        times = out.setdefault(r.name, [0.0] * len(steps))
-        times[iteration] += r.end_us - r.start_us
-    return out
+
+class Clock:
+    """Host time per named span and layer in the current step, collected only while ``on``."""
+
+    def __init__(self) -> None:
+        self.on = False
+        self.spent: dict[str, float] = {}
+
+    def add(self, name: str, start_ns: int) -> None:
+        self.spent[name] = self.spent.get(name, 0.0) + (time.perf_counter_ns() - start_ns) / 1000.0
+
+
+CLOCK = Clock()
+
+
+@contextlib.contextmanager
+def stage(record: Callable[[str], Any], name: str) -> Iterator[None]:
+    """A stage of a step: a ``kg/<name>`` profiler range, and its host time while the clock is on."""
+    with record(RANGE_PREFIX + name):
+        if not CLOCK.on:
+            yield
+            return
+        start = time.perf_counter_ns()
+        try:
+            yield
+        finally:
+            CLOCK.add(name, start)
+
+
+def layer_host_us(
+    step: Callable[[], None], model: Any, layers: Layers, iterations: int = ITERATIONS
+) -> dict[str, list[float]]:
+    """Layer -> its host time (µs) in each of ``iterations`` steps, in the order the layers ran: the
+    stages by the clock, ``model``'s top-level layers by forward hooks (``model`` None: stages only)."""
+    handles = []
+    if model is not None:
+        named = dict(model.named_modules())
+        for name in layers.types:
+            module = named.get(name)
+            if module is None:
+                continue
+            started: list[int] = []
+            handles.append(
+                module.register_forward_pre_hook(lambda m, a, s=started: s.append(time.perf_counter_ns()))
+            )
+            handles.append(
+                module.register_forward_hook(
+                    lambda m, a, o, s=started, n=name: CLOCK.add(n, s.pop()) if s else None, always_call=True
+                )
+            )
+    per_step: list[dict[str, float]] = []
+    CLOCK.on = True
+    try:
+        for _ in range(iterations):
+            CLOCK.spent = {}
+            step()
+            per_step.append(CLOCK.spent)
+    finally:
+        CLOCK.on, CLOCK.spent = False, {}
+        for handle in handles:
+            handle.remove()
+    names: list[str] = []
+    for spent in per_step:
+        names += [n for n in spent if n not in names]
+    return {n: [spent.get(n, 0.0) for spent in per_step] for n in names}
 
 
 def sync_calls(trace: ParsedTrace, layers: Layers) -> dict[str, dict[str, float]]:

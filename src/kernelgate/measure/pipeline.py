@@ -49,6 +49,9 @@ def measure_module(
     """
     gpu = device.startswith("cuda")
     extra: list[str] = []
+    host_us = hosttime.layer_host_us(
+        runner.step, runner.net if runner.hook_step else None, layers, schedule.active
+    )
     profile.run(runner.step, runner.net if runner.hook_step else None, gpu=gpu, schedule=schedule,
                 trace_path=trace_path)  # fmt: skip
     gpu_state = state.gpu_state() if gpu else {}
@@ -75,7 +78,7 @@ def measure_module(
         unlinked=parsed.unlinked,
         gpu_states=(gpu_state,) if gpu_state else (),
         groups=layers.groups,
-        host_us=hosttime.layer_host_us(parsed, layers),
+        host_us=host_us,
         host_calls=hosttime.sync_calls(parsed, layers),
     )
     reasons = integrity.check_profile(parsed, frame, schedule.active, gpu) + integrity.check_record(result)

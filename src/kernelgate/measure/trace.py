@@ -17,6 +17,7 @@ from typing import Any
 from kernelgate.measure.naming import module_of_range
 
 RANGE_PREFIX = "kg/"
+UNATTRIBUTED = "(unattributed)"  # work launched inside a step but outside every module range
 STEP_PREFIX = "ProfilerStep#"
 GPU_CATEGORIES = {"kernel": "kernel", "gpu_memcpy": "memcpy", "gpu_memset": "memset"}
 LAUNCH_CATEGORIES = {"cuda_runtime", "cuda_driver"}
@@ -206,3 +207,22 @@ def parse_cpu(events: list[dict[str, Any]]) -> ParsedTrace:
 def parse(path: Path, gpu: bool) -> ParsedTrace:
     events = load_events(path)
     return parse_gpu(events) if gpu else parse_cpu(events)
+
+
+def innermost(ranges: list[Range], launches: list[tuple[float, int]]) -> dict[int, str]:
+    """For launches (ts, index) on one thread, the innermost range open at ts (properly nested ranges)."""
+    ordered = sorted(ranges, key=lambda r: (r.start_us, -r.end_us))
+    stack: list[Range] = []
+    found: dict[int, str] = {}
+    pos = 0
+    for ts, index in sorted(launches):
+        while pos < len(ordered) and ordered[pos].start_us <= ts:
+            while stack and stack[-1].end_us <= ordered[pos].start_us:
+                stack.pop()
+            stack.append(ordered[pos])
+            pos += 1
+        while stack and stack[-1].end_us < ts:
+            stack.pop()
+        if stack:
+            found[index] = stack[-1].name
+    return found

@@ -42,9 +42,11 @@ def _scaled(dist: Dist, by: float) -> Dist:
 
 
 def scaled(base: Measurement, by: float | None) -> Measurement:
-    """``base`` with its host side (layers' host times and the latency) as this runner would have it."""
+    """``base`` with its host side (layers' host times and the latency) as this runner would have it;
+    without a factor (a CUDA-graph replay, a baseline without host times), without a host side: it
+    cannot be screened against another host's numbers."""
     if by is None:
-        return base
+        return replace(base, host_layers=(), wall=Dist(()))
     host = tuple(LayerStat(lay.name, lay.type, _scaled(lay.time, by)) for lay in base.host_layers)
     return replace(base, host_layers=host, wall=_scaled(base.wall, by))
 
@@ -52,18 +54,22 @@ def scaled(base: Measurement, by: float | None) -> Measurement:
 def relative(shown: Comparison, screened: Comparison, by: float | None) -> Comparison:
     """``shown`` (against the baseline as recorded) with each host-side failure that the comparison
     relative to this runner (``screened``) does not fail marked unchanged, with the runner's factor."""
-    if by is None:
-        return shown
     fine = {(d.scope, d.name) for d in screened.deltas if d.verdict not in screened.fail_on}
     deltas = []
     for d in shown.deltas:
-        if d.scope in (Scope.HOST, Scope.WALL) and d.verdict in shown.fail_on and (d.scope, d.name) in fine:
+        judged_here = (d.scope, d.name) in fine or by is None
+        if d.scope in (Scope.HOST, Scope.WALL) and d.verdict in shown.fail_on and judged_here:
             d = replace(d, verdict=Verdict.UNCHANGED, note=note(by))
         deltas.append(d)
     return replace(shown, deltas=tuple(deltas))
 
 
-def note(by: float) -> str:
+def note(by: float | None) -> str:
+    if by is None:
+        return (
+            "not screened against another host's numbers: too few layers timed on the host to tell this "
+            "runner's speed (the same-host judge measures it when anything else is suspected)"
+        )
     return (
         f"this runner's host side is {by:.2f}x the baseline host's (the layers' median); relative to "
         "that it did not move"

@@ -215,7 +215,7 @@ def _names(deltas: Sequence[Delta]) -> str:
         )
 
     return ", ".join(
-        d.name + ("" if d.delta_pct is None else f" {d.delta_pct:+.1f} %") + role(d) for d in deltas
+        d.figure + ("" if d.delta_pct is None else f" {d.delta_pct:+.1f} %") + role(d) for d in deltas
     )
 
 
