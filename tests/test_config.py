@@ -390,10 +390,12 @@ def test_a_command_without_a_known_test_selects_the_runs_test_paths() -> None:
         cfg.use_tests(["perf"])
         assert cfg.record_command() == "pytest perf --kernelgate-save"
         assert cfg.default_target() == "perf"
+        cfg.use_tests([])  # pytest ran the folder it was started in: no path
+        assert cfg.record_command() == "pytest --kernelgate-save" and cfg.default_target() == "."
     finally:
-        cfg.use_tests(())
+        cfg.use_tests(None)
     assert cfg.record_command() == "pytest benchmarks --kernelgate-save"
-    cfg.use_tests(before if before != ("benchmarks",) else ())
+    cfg.use_tests(None if before == ("benchmarks",) else before)
 
 
 def test_a_node_id_is_given_relative_to_the_folder_pytest_ran_in(tmp_path: Path) -> None:

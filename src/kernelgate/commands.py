@@ -10,28 +10,31 @@ from pathlib import Path
 #: The folder of the gate benchmarks where nothing says otherwise (this repository's).
 TESTS = "benchmarks"
 
-#: The test paths of the pytest run in this process, as typed (set by the plugin, see use_tests).
-_RUN: list[str] = []
+#: The test paths of the pytest run in this process, as typed (set by the plugin, see use_tests);
+#: None outside a run that collected gate tests.
+_RUN: list[str] | None = None
 
 
-def use_tests(paths: Sequence[str]) -> None:
+def use_tests(paths: Sequence[str] | None) -> None:
     """The test paths (or node ids) of this process's pytest run, as the user gave them (pytest's
-    arguments, else its ``testpaths``): commands printed without a known test select them. The
-    plugin sets them when it is enabled and clears them at the end of the run."""
-    _RUN[:] = [p for p in paths if p and not p.startswith("-")]
+    arguments, else its ``testpaths``; none where pytest ran the folder it was started in):
+    commands printed without a known test select them. The plugin sets them when the run collects
+    gate tests and clears them (None) at its end."""
+    global _RUN
+    _RUN = None if paths is None else [p for p in paths if p and not p.startswith("-")]
 
 
 def selection() -> tuple[str, ...]:
     """Where the gate benchmarks are, for a printed command that knows no test: the test paths of
     this process's pytest run (a repository whose benchmarks live in ``perf/`` gets ``pytest perf
-    ...``), else ``benchmarks``."""
-    return tuple(_RUN) or (TESTS,)
+    ...``; none, ``pytest ...``, where it ran the folder it was started in), else ``benchmarks``."""
+    return (TESTS,) if _RUN is None else tuple(_RUN)
 
 
 def default_target() -> str:
-    """The first of :func:`selection`: the target of a command about one test when its node id is
-    not known."""
-    return selection()[0]
+    """The first of :func:`selection`, or ``.``: the target of a command about one test when its
+    node id is not known."""
+    return next(iter(selection()), ".")
 
 
 def record_command(*targets: str) -> str:

@@ -19,22 +19,17 @@ class Progress:
         self.config = config
         self.start = time.monotonic()
         self.done: set[str] = set()
-        self.collected: list[str] = []  # pytest-xdist's controller: the tests a worker collected
-
-    @pytest.hookimpl(optionalhook=True)
-    def pytest_xdist_node_collection_finished(self, node: object, ids: list[str]) -> None:
-        """The controller collects nothing itself and cannot tell gate tests from others: it counts
-        every test of the run."""
-        if not self.collected:
-            self.collected = list(ids)
 
     @pytest.hookimpl(trylast=True)  # after pytest's own dot or PASSED
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         state = self.config.stash.get(STATE_KEY, None)
         if state is None:
             return
-        tests = state.gate_tests or self.collected
-        if len(tests) < 2 or report.nodeid not in tests:
+        # in-process the state knows the gate tests; pytest-xdist's controller collects nothing
+        # and learns it from each report (a worker marks its gate tests, with its count of them)
+        marked = getattr(report, "kernelgate_gate", None)
+        total = len(state.gate_tests) if state.gate_tests else marked
+        if not total or total < 2 or (report.nodeid not in state.gate_tests and marked is None):
             return
         finished = report.when == "call" or (report.when == "setup" and not report.passed)
         if not finished or report.nodeid in self.done or self.config.get_verbosity() < 0:
@@ -45,7 +40,7 @@ class Progress:
         verdict = outcome(state, report)
         line = progress_line(
             len(self.done),
-            len(tests),
+            total,
             report.nodeid.split("::")[-1],
             report.duration,
             time.monotonic() - self.start,
