@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import shlex
 import statistics
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,7 +34,11 @@ def majority_spread(dist: Dist, center: float) -> float:
     """The distance from ``center`` within which the majority of the round medians lie, in µs: the
     largest distance of the closest ``n // 2 + 1`` rounds (0 for a single round). One outlier round
     of three, or two of five, does not move it."""
-    medians = dist.round_medians
+    return majority_distance(dist.round_medians, center)
+
+
+def majority_distance(medians: Sequence[float], center: float) -> float:
+    """:func:`majority_spread` of the round medians ``medians`` (0 for fewer than two)."""
     if len(medians) < 2:
         return 0.0
     distances = sorted(abs(m - center) for m in medians)
