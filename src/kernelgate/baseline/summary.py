@@ -4,9 +4,9 @@ Written with every save (``--kernelgate-save``, ``--kernelgate-append``, ``kerne
 ``kernelgate baseline migrate``) from the file's records: per configuration (in the order of the
 benchmark ids) the total and each layer (each phase of a cold start) with its median over every
 profiled iteration of every round and its round spread, the rounds, the hosts that recorded them and
-the software. Medians have 3 significant digits, so a re-record that moved a figure by less than
-about 0.5 % leaves its line as it was, and each row names its configuration, so that every changed
-line of ``git diff`` says what moved, from what to what. :mod:`kernelgate.baseline.review` compares
+the software. Medians have 3 significant digits (the last one is 0.1 … 1 % of the value), so a
+figure that a re-record moved by less than that mostly keeps its line, and each row names its
+configuration, so that every changed line of ``git diff`` says what moved, from what to what. :mod:`kernelgate.baseline.review` compares
 two files the same way (``kernelgate baseline diff``).
 
 The round spread is the distance from the median within which the median of the majority of rounds
@@ -25,6 +25,7 @@ from kernelgate.baseline.rounds import majority_distance
 from kernelgate.config import Scope
 from kernelgate.machine.fingerprint import RecordedHosts, hosts_from_json
 from kernelgate.machine.software import cudnn_version
+from kernelgate.measure.results import Dist
 from kernelgate.units import DASH, device_time, duration
 
 FILE = "SUMMARY.md"
@@ -89,8 +90,16 @@ class Configuration:
         return ", ".join(parts) or "unknown"
 
 
-def _spread(dist: Mapping[str, Any]) -> float | None:
+def _round_medians(dist: Mapping[str, Any]) -> list[float] | None:
+    """The round medians the main file writes, or those of the samples of a full record."""
     medians = dist.get("round_medians")
+    if medians is None and isinstance(dist.get("samples"), list):
+        medians = list(Dist.from_json(dist).round_medians)
+    return medians if isinstance(medians, list) else None
+
+
+def _spread(dist: Mapping[str, Any]) -> float | None:
+    medians = _round_medians(dist)
     median = float(dist["median"])
     if not isinstance(medians, list) or len(medians) < 2 or not median:
         return None
