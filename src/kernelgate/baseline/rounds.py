@@ -20,6 +20,7 @@ from typing import Any
 
 from kernelgate.config import GateConfig, Scope, record_command
 from kernelgate.measure.results import Dist, Measurement
+from kernelgate.units import duration
 
 KEPT_KEY = "kernelgate_kept_rounds"  # in a baseline entry's extra_info: [{"round": 3, "reason": "..."}]
 KEEP_OPTION = "--kernelgate-keep-round"
@@ -59,11 +60,11 @@ class Disagreement:
 
     def __str__(self) -> str:
         pct = 100.0 * (self.median_us - self.center_us) / self.center_us if self.center_us else None
-        moved = f"{pct:+.0f} %" if pct is not None else f"{self.median_us - self.center_us:+.1f} µs"
+        moved = f"{pct:+.0f} %" if pct is not None else duration(self.median_us - self.center_us, signed=True)
         return (
-            f"{self.figure}: round {self.round} of {self.rounds} took {self.median_us:.1f} µs, the "
-            f"{'other' if self.rounds == 2 else 'median'} round {self.center_us:.1f} µs ({moved}; noise "
-            f"explains {self.allowed_us:.1f} µs)"
+            f"{self.figure}: round {self.round} of {self.rounds} took {duration(self.median_us)}, the "
+            f"{'other' if self.rounds == 2 else 'median'} round {duration(self.center_us)} ({moved}; noise "
+            f"explains {duration(self.allowed_us)})"
         )
 
 

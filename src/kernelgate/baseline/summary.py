@@ -6,8 +6,8 @@ benchmark ids) the total and each layer (each phase of a cold start) with its me
 profiled iteration of every round and its round spread, the rounds, the hosts that recorded them and
 the software. Medians have 3 significant digits (the last one is 0.1 … 1 % of the value), so a
 figure that a re-record moved by less than that mostly keeps its line, and each row names its
-configuration, so that every changed line of ``git diff`` says what moved, from what to what. :mod:`kernelgate.baseline.review` compares
-two files the same way (``kernelgate baseline diff``).
+configuration, so that every changed line of ``git diff`` says what moved, from what to what.
+:mod:`kernelgate.baseline.review` compares two files the same way (``kernelgate baseline diff``).
 
 The round spread is the distance from the median within which the median of the majority of rounds
 (separate processes) lies, in % of the median (:func:`kernelgate.baseline.rounds.majority_spread`):

@@ -67,9 +67,10 @@ def verdict_line(diffs: Sequence[BenchmarkDiff], name: Callable[[str], str] = st
     unsettled = ", ".join(name(d.benchmark) for d in doubts)
     doubt = f"; {len(doubts)} inconclusive (not settled on this runner: {unsettled})" if doubts else ""
     failed = [d for d in diffs if d.failed and not _only_inconclusive(d)]
+    what = time_name(diffs)
     if not failed:
         moves = [d.total.delta.delta_pct or 0.0 for d in diffs]
-        spread = f" (total GPU time {min(moves):+.1f} % to {max(moves):+.1f} %)" if moves else ""
+        spread = f" (total {what} {min(moves):+.1f} % to {max(moves):+.1f} %)" if moves else ""
         return f"kernelgate: no regression in {len(diffs)} benchmark(s) on {arches}{spread}{doubt}"
     layers = sum(len(d.failing_layers) for d in failed)
     kernels = sum(len(d.stray_kernels) for d in failed)
@@ -84,8 +85,15 @@ def verdict_line(diffs: Sequence[BenchmarkDiff], name: Callable[[str], str] = st
     worst = ", ".join(t for _, t in items[:VERDICT_LAYERS]) + (", …" if len(items) > VERDICT_LAYERS else "")
     if not counts:
         totals = ", ".join(f"{pct(d.total.delta.delta_pct)} ({name(d.benchmark)})" for d in failed)
-        return f"kernelgate: total GPU time slower in {where} on {arches}: {totals}{doubt}"
+        return f"kernelgate: total {what} slower in {where} on {arches}: {totals}{doubt}"
     return f"kernelgate: {' and '.join(counts)} slower in {where} on {arches}: {worst}{doubt}"
+
+
+def time_name(diffs: Sequence[BenchmarkDiff]) -> str:
+    """``GPU time``, or ``CPU time`` where every benchmark ran on a CPU
+    (:func:`kernelgate.units.device_time`)."""
+    names = {labels.device_time(d.arch) for d in diffs}
+    return names.pop() if len(names) == 1 else labels.device_time("")
 
 
 def _inconclusive(d: BenchmarkDiff) -> bool:
@@ -181,7 +189,7 @@ def split_line(diff: BenchmarkDiff) -> str:
 
 
 def _share(split: TimeSplit) -> str:
-    """``GPU busy 29 % of 3982.0 µs, launch-bound``."""
+    """``GPU busy 29 % of 3.982 ms, launch-bound``."""
     return f"{split.busy_name} {100 * split.busy_share:.0f} % of {us(split.wall_us)}, {split.label}"
 
 
@@ -233,7 +241,8 @@ def benchmark_section(diff: BenchmarkDiff, compact: bool = False) -> list[str]:
     lines = [
         f"#### ❌ {plain(diff.benchmark)} on {plain(diff.arch)}",
         "",
-        f"Total GPU time per forward: {us(total.baseline_us)} → {us(total.current_us)} "
+        f"Total {labels.device_time(diff.arch)} per forward: "
+        f"{us(total.baseline_us)} → {us(total.current_us)} "
         f"({pct(total.delta_pct)}, {signed_us(total.delta_us)}; threshold {labels.threshold(total)}): "
         f"{'over threshold' if diff.total.failing else 'within threshold'}. "
         f"Wall time (median): {us(diff.base.wall.median if diff.base.wall.n else None)} → "
@@ -343,12 +352,18 @@ def _group_rows(diffs: Sequence[BenchmarkDiff]) -> list[str]:
     return rows
 
 
+def headline(diffs: Sequence[BenchmarkDiff], run: RunOutcome | None = None) -> str:
+    """The report's first line (Markdown): the run's mark, the verdict, and what else failed or is
+    not settled; ``kernelgate report`` prints it as plain text (:func:`kernelgate.report.escape.text`)."""
+    line = verdict_line(diffs, plain) if diffs else "kernelgate: no benchmark compared"
+    return f"{sections.mark(diffs, run)} {line}{sections.headline_suffix(diffs, run)}"
+
+
 def body(diffs: Sequence[BenchmarkDiff], compact: bool = False, run: RunOutcome | None = None) -> list[str]:
     """The verdict line (its mark the run's decision, where ``run`` gives it), why the run fails, a
     section per failing benchmark, the benchmarks not compared, the figures not settled, the cold
     starts and the table of passing benchmarks."""
-    line = verdict_line(diffs, plain) if diffs else "kernelgate: no benchmark compared"
-    lines = [f"### {sections.mark(diffs, run)} {line}{sections.headline_suffix(diffs, run)}", ""]
+    lines = [f"### {headline(diffs, run)}", ""]
     lines += sections.reasons(diffs, run)
     for diff in diffs:
         if diff.failed:
