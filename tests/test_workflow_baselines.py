@@ -14,6 +14,7 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
+from gh_expressions import interpolate
 from real_data import SLOWED
 from test_workflows import load
 
@@ -206,3 +207,18 @@ def test_the_nightly_judges_against_the_commit_its_baseline_was_recorded_at(tmp_
 
 def json_id(path: Path) -> str:
     return str(json.loads(path.read_text())["commit_info"]["id"])
+
+
+def test_the_baselines_workflow_records_every_configuration_the_nightly_gates_in_3_rounds(
+    tmp_path: Path,
+) -> None:
+    (step,) = [s for s in load("baselines.yml")["jobs"]["record"]["steps"] if s.get("name") == "Record"]
+    stub(tmp_path / ".venv" / "bin", "python", '#!/bin/sh\nprintf "%s\\n" "$@"\n')
+    for matrix, select, expected in (("", "", "full"), ("quick", "yolov8n", "quick")):
+        given = interpolate(step["env"]["MATRIX"], {"inputs": {"matrix": matrix}})
+        done = run_step(step, tmp_path, {"SELECT": select, "MATRIX": given, "WORKERS": "0"})
+        assert done.returncode == 0, done.stderr
+        args = done.stdout.splitlines()
+        assert args[:5] == ["-m", "kernelgate.cli", "record", "--rounds", "3"]
+        assert args[args.index("--kernelgate-matrix") + 1] == expected
+        assert ("-k" in args) == bool(select)
