@@ -33,6 +33,9 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+from kernelgate.baseline import files
+from kernelgate.baseline.errors import unusable
+from kernelgate.baseline.values import parse
 from kernelgate.measure.results import Dist
 
 SUFFIX = ".samples.json.xz"
@@ -203,3 +206,40 @@ def decompress(blob: bytes) -> bytes:
         return lzma.decompress(blob, format=lzma.FORMAT_XZ)
     except (lzma.LZMAError, EOFError) as exc:
         raise NotXz(str(exc)) from exc
+
+
+def read_samples(path: Path, meta: Any, root: Path | None = None) -> Any:
+    """The content of the samples file of main file ``path``, checked against the digest ``meta``
+    (the main file's ``kernelgate.samples``) that the main file was written with."""
+    side = sidecar_path(path)
+    if not isinstance(meta, dict) or not isinstance(meta.get("sha256"), str):
+        raise unusable(path, f"'kernelgate.samples' is {meta!r}, not the digest of its samples file")
+    if root is not None:
+        files.confined(side, root)
+    files.check_file(side)
+    both = f"git checkout -- {path} {side}"
+    if not side.exists():
+        raise unusable(
+            path,
+            f"its samples file {side.name} is missing (schema 2 keeps the per-iteration "
+            f"samples and the kernels there, beside the main file; commit both: git add {path.parent})",
+        )
+    try:
+        content = decompress(side.read_bytes())
+    except OSError as exc:
+        raise unusable(side, f"cannot be read ({exc.strerror})") from exc
+    except NotXz as exc:
+        raise unusable(side, f"is not xz-compressed data ({exc})") from exc
+    found = digest(content)
+    if found != meta["sha256"]:
+        raise unusable(
+            path,
+            f"its samples file {side.name} is not the one it was written with (SHA-256 {found[:12]}…, the "
+            f"main file expects {meta['sha256'][:12]}…): one of the two was replaced without the other. "
+            f"Restore both ({both})",
+        )
+    try:
+        text = content.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise unusable(side, f"not UTF-8 text (byte {exc.start})") from exc
+    return parse(side, text)

@@ -135,43 +135,6 @@ def migrate(
     return data
 
 
-def _samples(path: Path, meta: Any, root: Path | None) -> Any:
-    """The content of the samples file of main file ``path``, checked against the digest ``meta``
-    (the main file's ``kernelgate.samples``) that the main file was written with."""
-    side = slim.sidecar_path(path)
-    if not isinstance(meta, dict) or not isinstance(meta.get("sha256"), str):
-        raise unusable(path, f"'kernelgate.samples' is {meta!r}, not the digest of its samples file")
-    if root is not None:
-        files.confined(side, root)
-    files.check_file(side)
-    both = f"git checkout -- {path} {side}"
-    if not side.exists():
-        raise unusable(
-            path,
-            f"its samples file {side.name} is missing (schema {SCHEMA_VERSION} keeps the per-iteration "
-            f"samples and the kernels there, beside the main file; commit both: git add {path.parent})",
-        )
-    try:
-        content = slim.decompress(side.read_bytes())
-    except OSError as exc:
-        raise unusable(side, f"cannot be read ({exc.strerror})") from exc
-    except slim.NotXz as exc:
-        raise unusable(side, f"is not xz-compressed data ({exc})") from exc
-    found = slim.digest(content)
-    if found != meta["sha256"]:
-        raise unusable(
-            path,
-            f"its samples file {side.name} is not the one it was written with (SHA-256 {found[:12]}…, the "
-            f"main file expects {meta['sha256'][:12]}…): one of the two was replaced without the other. "
-            f"Restore both ({both})",
-        )
-    try:
-        text = content.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise unusable(side, f"not UTF-8 text (byte {exc.start})") from exc
-    return parse(side, text)
-
-
 def read_document(path: Path, root: Path | None = None) -> dict[str, Any]:
     """The document of main file ``path`` at :data:`SCHEMA_VERSION`, with full records: the samples
     file beside it joined in where the main file names one (``kernelgate.samples``), the round
@@ -190,7 +153,7 @@ def read_document(path: Path, root: Path | None = None) -> dict[str, Any]:
         raise unusable(path, "not a kernelgate baseline (no top-level 'kernelgate' table)")
     version = data["kernelgate"].get("schema_version")
     if isinstance(version, int) and 2 <= version <= SCHEMA_VERSION and "samples" in data["kernelgate"]:
-        side = _samples(path, data["kernelgate"]["samples"], root)
+        side = slim.read_samples(path, data["kernelgate"]["samples"], root)
         try:
             data = slim.join(data, side)
         except ValueError as exc:

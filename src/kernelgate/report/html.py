@@ -18,7 +18,7 @@ from markupsafe import Markup
 
 from kernelgate.measure.naming import kernel_label, module_label
 from kernelgate.report import labels, plots
-from kernelgate.report.markdown import group_summary, time_name, verdict_line
+from kernelgate.report.markdown import group_summary, verdict_line
 from kernelgate.verdict.compare import Delta, Verdict
 from kernelgate.verdict.diff import BenchmarkDiff
 
@@ -113,7 +113,7 @@ def _setup(diffs: Sequence[BenchmarkDiff]) -> tuple[jinja2.Environment, dict[str
         "section": render_section,
         "pct": labels.pct,
         "badge": badge,
-        "time_name": time_name(diffs),
+        "time_name": labels.time_name(diffs),
     }
     return env, page
 

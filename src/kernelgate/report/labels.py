@@ -4,12 +4,25 @@ through :mod:`kernelgate.units`."""
 from __future__ import annotations
 
 import enum
+from collections.abc import Sequence
 from typing import Any
 
 from kernelgate.units import DASH, device_time, duration, limit
 from kernelgate.verdict.compare import Delta
+from kernelgate.verdict.diff import BenchmarkDiff
 
-__all__ = ["DASH", "calls", "device_time", "p_value", "pct", "signed_us", "threshold", "us", "verdict"]
+__all__ = [
+    "DASH",
+    "calls",
+    "device_time",
+    "p_value",
+    "pct",
+    "signed_us",
+    "threshold",
+    "time_name",
+    "us",
+    "verdict",
+]
 
 
 def us(value: float | None) -> str:
@@ -23,6 +36,13 @@ def signed_us(value: float | None) -> str:
 
 def pct(value: float | None) -> str:
     return DASH if value is None else f"{value:+.1f} %"
+
+
+def time_name(diffs: Sequence[BenchmarkDiff]) -> str:
+    """``GPU time``, or ``CPU time`` where every benchmark ran on a CPU
+    (:func:`kernelgate.units.device_time`)."""
+    names = {device_time(d.arch) for d in diffs}
+    return names.pop() if len(names) == 1 else device_time("")
 
 
 def calls(value: float | None) -> str:

@@ -67,7 +67,7 @@ def verdict_line(diffs: Sequence[BenchmarkDiff], name: Callable[[str], str] = st
     unsettled = ", ".join(name(d.benchmark) for d in doubts)
     doubt = f"; {len(doubts)} inconclusive (not settled on this runner: {unsettled})" if doubts else ""
     failed = [d for d in diffs if d.failed and not _only_inconclusive(d)]
-    what = time_name(diffs)
+    what = labels.time_name(diffs)
     if not failed:
         moves = [d.total.delta.delta_pct or 0.0 for d in diffs]
         spread = f" (total {what} {min(moves):+.1f} % to {max(moves):+.1f} %)" if moves else ""
@@ -87,13 +87,6 @@ def verdict_line(diffs: Sequence[BenchmarkDiff], name: Callable[[str], str] = st
         totals = ", ".join(f"{pct(d.total.delta.delta_pct)} ({name(d.benchmark)})" for d in failed)
         return f"kernelgate: total {what} slower in {where} on {arches}: {totals}{doubt}"
     return f"kernelgate: {' and '.join(counts)} slower in {where} on {arches}: {worst}{doubt}"
-
-
-def time_name(diffs: Sequence[BenchmarkDiff]) -> str:
-    """``GPU time``, or ``CPU time`` where every benchmark ran on a CPU
-    (:func:`kernelgate.units.device_time`)."""
-    names = {labels.device_time(d.arch) for d in diffs}
-    return names.pop() if len(names) == 1 else labels.device_time("")
 
 
 def _inconclusive(d: BenchmarkDiff) -> bool:
