@@ -242,8 +242,8 @@ def test_the_jit_cache_disabled_regression_names_first_inference() -> None:
     )
     assert "CUDA_CACHE_DISABLE=1 CUDA_FORCE_PTX_JIT=1" in lines[1]
     assert lines[2].startswith("  REGRESSED first_inference (first forward: kernel loading (PTX JIT)")
-    assert "2.50 s -> 96.00 s (+3740.0 %, +93500 ms; threshold 25 %, floor 250 ms)" in lines[2]
-    assert lines[3].startswith("  launch to steady state: 5.26 s -> 98.76 s")
+    assert "2.500 s -> 96.00 s (+3740.0 %, +93.50 s; threshold 25 %, floor 250 ms)" in lines[2]
+    assert lines[3].startswith("  launch to steady state: 5.260 s -> 98.76 s")
     assert (
         "environment changed since the baseline (may explain it): CUDA_CACHE_DISABLE (unset) -> 1" in message
     )

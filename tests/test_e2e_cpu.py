@@ -59,7 +59,7 @@ def test_record_pass_and_catch_a_slowed_layer(pytester: pytest.Pytester) -> None
     files = list(Path(pytester.path, "baselines").glob("cpu-*/0001_kernelgate.json"))
     assert len(files) == 1
     saved = json.loads(files[0].read_text())
-    assert saved["kernelgate"]["schema_version"] == 1
+    assert saved["kernelgate"]["schema_version"] == 2
     (bench,) = saved["benchmarks"]
     layers = [lay["name"] for lay in bench["extra_info"]["kernelgate"]["layers"]]
     assert layers[:3] == ["input", "model.0", "model.1"] and "model.22" in layers

@@ -112,3 +112,13 @@ def test_no_factor_from_fewer_than_three_layers() -> None:
     assert shown.failed  # as recorded: every host figure slower
     relative = hostspeed.relative(shown, compare(unscaled, record(few, speed=2.0), GateConfig()), None)
     assert not relative.failed and "not screened against another host" in relative.of(Scope.WALL)[0].note
+
+
+def test_the_pull_request_comment_shows_the_host_side() -> None:
+    from kernelgate.report import markdown
+    from kernelgate.verdict.diff import build
+
+    base, head = record(HOST), record({**HOST, "model.9": 340.0}, seed=1)
+    text = markdown.render([build(compare(base, head, GateConfig()), base, head)])
+    assert re.search(r"\| 🔴 \| host time of `model\.9` \| 1[34]\d\.\d µs \| 3[34]\d\.\d µs \|", text), text
+    assert "**host-side**" in text

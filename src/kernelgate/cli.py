@@ -11,7 +11,7 @@ import traceback
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from kernelgate import __version__, config, offline
+from kernelgate import __version__, cli_baseline, config, offline
 from kernelgate.baseline import hosts as baseline_hosts
 from kernelgate.baseline import store as baseline
 from kernelgate.coldstart import phases as coldstart
@@ -207,7 +207,7 @@ def _report(args: argparse.Namespace) -> int:
         next((e.measurement.arch for e in current.values()), ""),
     )
     published = publish.publish(items, Path(args.out), redact=args.redact, run=run)
-    for line in [*published.lines(), *notes]:
+    for line in [published.headline, *published.lines(), *notes]:
         print(line)
     for case in run.not_compared:
         print(policy.describe(case))
@@ -370,6 +370,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "the benchmark id names (yolov8n-fp16-bs1-640 -> yolov8n.yaml; needs ultralytics)",
     )
     grp.set_defaults(run=_groups)
+    cli_baseline.add(sub)
     args = parser.parse_args(given)
     if getattr(args, "rounds", 1) < 1:
         parser.error(f"--rounds {args.rounds}: give 1 or more")

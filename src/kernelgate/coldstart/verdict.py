@@ -24,6 +24,7 @@ from kernelgate.machine import envdiff, software
 from kernelgate.machine.fingerprint import HostFingerprint
 from kernelgate.measure.results import Dist, Measurement
 from kernelgate.report.terminal import _render, environment_lines
+from kernelgate.units import duration, limit
 from kernelgate.verdict.compare import Comparison, Delta, Judge, Verdict, median_rule
 
 if TYPE_CHECKING:
@@ -129,9 +130,8 @@ def compare_scenario(
 
 
 def seconds(us: float | None) -> str:
-    if us is None:
-        return "—"
-    return f"{us / 1e6:.2f} s" if us >= 1e6 else f"{us / 1e3:.0f} ms"
+    """A phase's time (given in µs) in its unit (:func:`kernelgate.units.duration`)."""
+    return duration(us)
 
 
 def size(n: int) -> str:
@@ -146,8 +146,8 @@ def delta_line(d: Delta) -> str:
     help_text = f" ({PHASE_HELP[d.name]})" if d.name in PHASE_HELP else ""
     return (
         f"{d.verdict.value.upper()} {d.name}{help_text}: {seconds(d.baseline_us)} -> {seconds(d.current_us)} "
-        f"({pct}{d.delta_us / 1e3:+.0f} ms; threshold {100 * d.threshold.rel:.0f} %, "
-        f"floor {d.threshold.floor_us / 1e3:g} ms)"
+        f"({pct}{duration(d.delta_us, signed=True)}; threshold {100 * d.threshold.rel:.0f} %, "
+        f"floor {limit(d.threshold.floor_us)})"
     )
 
 
@@ -200,13 +200,13 @@ def summary(comparison: Comparison) -> str:
 
 
 def table(records: Sequence[ColdStart], width: int = 160) -> str:
-    """Median phase times of each scenario in seconds (the ``kernelgate coldstart`` command)."""
-    grid = Table(title="cold start, median seconds per phase", title_justify="left")
+    """Median phase times of each scenario, each in its unit (the ``kernelgate coldstart`` command)."""
+    grid = Table(title="cold start, median time per phase", title_justify="left")
     for column in ("scenario", *PHASES, TOTAL, "JIT cache", "runs ok"):
         grid.add_column(column, justify="left" if column == "scenario" else "right")
     for rec in records:
-        cells = [f"{d.median / 1e6:.3f}" if (d := rec.phase(name)) else "—" for name in PHASES]
-        total = f"{rec.total.median / 1e6:.3f}" if rec.ok_runs else "failed"
+        cells = [duration(d.median) if (d := rec.phase(name)) else "—" for name in PHASES]
+        total = duration(rec.total.median) if rec.ok_runs else "failed"
         grid.add_row(
             rec.scenario, *cells, total, size(rec.cache_bytes), f"{len(rec.ok_runs)}/{len(rec.runs)}"
         )
