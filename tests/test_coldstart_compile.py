@@ -223,7 +223,13 @@ def test_the_command_picks_the_scenarios_of_its_mode(capsys: pytest.CaptureFixtu
 
 
 def test_the_fixture_refuses_changed_without_compile() -> None:
-    from kernelgate.plugin.coldstart import child_spec
+    from kernelgate.plugin.coldstart import child_spec, run
+
+    eager = child_spec("cuda", "yolov8n", "fp16", 1, 640, "eager", None, 8)
+    with pytest.raises(
+        ValueError, match="scenario 'changed' changes a compile option: it needs mode='compile'"
+    ):
+        run(None, eager, "changed", 1, True, {})  # type: ignore[arg-type]
 
     spec = child_spec("cuda", "yolov8n", "fp16", 1, 640, "compile", {"b": 1, "a": 2}, 8)
     assert spec.compile_options == '{"a": 2, "b": 1}' and spec.probe_kernels == 0

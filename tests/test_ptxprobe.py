@@ -360,3 +360,25 @@ def test_probe_records_survive_json() -> None:
     assert data["runs"][0]["details"]["jit.wall_ms"] == 1450.0
     assert ColdStart.from_json(data) == record
     assert record.detail("jit.wall_ms") == 1450.0 and record.detail("absent") is None
+
+
+# --- in pytest, without a GPU --------------------------------------------------------------------
+
+SUITE = """
+import pytest
+
+
+@pytest.mark.parametrize("scenario", ["empty", "small-cache"])
+def test_probe(kernelgate, scenario):
+    kernelgate.coldstart(model="ptxprobe", scenario=scenario, runs=1)
+"""
+
+
+def test_the_probe_skips_with_its_reason_on_the_cpu(pytester: pytest.Pytester) -> None:
+    pytester.makepyprojecttoml("[tool.kernelgate]\non_nothing_compared = 'warn'\n")
+    pytester.makepyfile(test_suite=SUITE)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--kernelgate-device=cpu", "-rs")
+    result.assert_outcomes(skipped=2)
+    result.stdout.re_match_lines(
+        [r"SKIPPED \[2\] .*: the PTX probe is a GPU scenario \(the device is the CPU\)$"]
+    )
