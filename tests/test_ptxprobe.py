@@ -102,14 +102,14 @@ def test_build_on_a_fake_nvcc(tmp_path: Path) -> None:
     def fails(command: list[str], **_: Any) -> subprocess.CompletedProcess[str]:
         return completed(1, err="ptxprobe.cu(3): error: identifier undefined\n1 error detected\n")
 
-    with pytest.raises(build.ProbeUnavailable, match=r"exit 1\): .*1 error detected; command: nvcc -ptx"):
+    with pytest.raises(build.ProbeBuildError, match=r"exit 1\): .*1 error detected; command: nvcc -ptx"):
         build.build(2, tmp_path, (9, 0), "nvcc", run=fails)
 
     def cubin(command: list[str], **_: Any) -> subprocess.CompletedProcess[str]:
         Path(command[command.index("-o") + 1]).write_bytes(b"\x7fELF\x02\x01\x01\x00" * 8)
         return completed(0)
 
-    with pytest.raises(build.ProbeUnavailable, match="not PTX for sm_90"):
+    with pytest.raises(build.ProbeBuildError, match="not PTX for sm_90"):
         build.build(2, tmp_path, (9, 0), "nvcc", run=cubin)
 
 
@@ -290,6 +290,15 @@ def test_the_runner_builds_once_and_the_small_cache_scenario_sets_the_maximum(tm
     assert record.env == {"CUDA_CACHE_MAXSIZE": str(SMALL_CACHE_BYTES)}
     assert record.environment == {"maxsize": str(SMALL_CACHE_BYTES)}
     assert record.id == "coldstart-ptxprobe-4k-small-cache"
+
+
+def test_a_failing_nvcc_is_a_fault_not_a_reason_to_skip(tmp_path: Path) -> None:
+    broken = tmp_path / "nvcc"
+    broken.write_text("#!/bin/sh\necho 'nvcc fatal   : Unsupported gpu architecture' >&2\nexit 1\n")
+    broken.chmod(0o755)
+    runner = Runner(PROBE, SCENARIOS["warm"], tmp_path)
+    with pytest.raises(build.ProbeBuildError, match="Unsupported gpu architecture; command: .*nvcc -ptx"):
+        runner.prepare(capability=(9, 0), nvcc=str(broken))
 
 
 def test_without_a_gpu_the_probe_is_recorded_as_not_run(tmp_path: Path) -> None:

@@ -65,7 +65,8 @@ class Runner:
 
     def prepare(self, capability: tuple[int, int] | None = None, nvcc: str | None = None) -> None:
         """Build what the children need before the first one starts: the PTX probe's PTX (raises
-        :class:`~kernelgate.coldstart.ptxprobe.build.ProbeUnavailable` with the reason)."""
+        :class:`~kernelgate.coldstart.ptxprobe.build.ProbeUnavailable` with the reason where it cannot
+        run here, :class:`~kernelgate.coldstart.ptxprobe.build.ProbeBuildError` where nvcc fails)."""
         if not self.spec.is_probe or self.ptx is not None:
             return
         capability = capability or ptxbuild.gpu_capability()
@@ -201,7 +202,7 @@ def measure(
         runner = Runner(spec, scenario, Path(work), extra_env, timeout_s, cache_dir=cache_dir)
         try:
             runner.prepare()
-        except ptxbuild.ProbeUnavailable as exc:
+        except (ptxbuild.ProbeUnavailable, ptxbuild.ProbeBuildError) as exc:
             runner.runs.append(Run({}, 0.0, 0, error=str(exc), failed_phase="prepare"))
             if progress:
                 progress(f"{scenario.name}: not run: {exc}")

@@ -2,7 +2,8 @@
 own virtual architecture (``compute_90`` on an H100), so the file holds PTX and no SASS.
 
 Runs in the parent, before the children: ``nvcc`` is not part of what a cold start measures. Where
-there is no GPU or no ``nvcc``, :func:`unavailable` says why and the scenario skips.
+there is no GPU or no ``nvcc``, :func:`unavailable` says why and the scenario skips; where nvcc fails,
+the scenario fails (:class:`ProbeBuildError`, with nvcc's output and the command).
 """
 
 from __future__ import annotations
@@ -23,7 +24,12 @@ NVCC_TIMEOUT_S = 300.0
 
 
 class ProbeUnavailable(RuntimeError):
-    """The PTX probe cannot run here; the message says why and what would make it run."""
+    """The PTX probe cannot run here (no GPU, no nvcc): the scenario skips, with why and what would
+    make it run."""
+
+
+class ProbeBuildError(RuntimeError):
+    """nvcc is there but did not build the probe's PTX: a fault, not a reason to skip."""
 
 
 @dataclass(frozen=True)
@@ -103,7 +109,7 @@ def build(
     run: Callable[..., subprocess.CompletedProcess[str]] = subprocess.run,
 ) -> Built:
     """``workdir/ptxprobe.ptx``: the probe's PTX for ``capability``; raises
-    :class:`ProbeUnavailable` with nvcc's output when it fails, or when its output holds no PTX."""
+    :class:`ProbeBuildError` with nvcc's output when it fails, or when its output holds no PTX."""
     workdir.mkdir(parents=True, exist_ok=True)
     source = workdir / "ptxprobe.cu"
     source.write_text(wrapper_source(kernels), encoding="utf-8")
@@ -114,7 +120,7 @@ def build(
     seconds = time.perf_counter() - start
     if done.returncode != 0:
         tail = " | ".join((done.stderr or done.stdout).strip().splitlines()[-4:])
-        raise ProbeUnavailable(
+        raise ProbeBuildError(
             f"nvcc failed building the PTX probe (exit {done.returncode}): {tail}; "
             f"command: {' '.join(command)}"
         )
@@ -130,9 +136,9 @@ def check_ptx(path: Path, capability: tuple[int, int]) -> None:
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
-        raise ProbeUnavailable(f"nvcc left no readable PTX at {path}: {exc}") from exc
+        raise ProbeBuildError(f"nvcc left no readable PTX at {path}: {exc}") from exc
     if f".target sm_{major}{minor}" not in text or ".entry kg_probe_0" not in text:
-        raise ProbeUnavailable(
+        raise ProbeBuildError(
             f"{path} is not PTX for sm_{major}{minor} with the probe's kernels (no "
             f"'.target sm_{major}{minor}' or no '.entry kg_probe_0')"
         )
