@@ -297,7 +297,7 @@ def test_a_failing_nvcc_is_a_fault_not_a_reason_to_skip(tmp_path: Path) -> None:
     broken.write_text("#!/bin/sh\necho 'nvcc fatal   : Unsupported gpu architecture' >&2\nexit 1\n")
     broken.chmod(0o755)
     runner = Runner(PROBE, SCENARIOS["warm"], tmp_path)
-    with pytest.raises(build.ProbeBuildError, match="Unsupported gpu architecture; command: .*nvcc -ptx"):
+    with pytest.raises(build.ProbeBuildError, match=r"Unsupported gpu architecture; command: .*nvcc -ptx"):
         runner.prepare(capability=(9, 0), nvcc=str(broken))
 
 
