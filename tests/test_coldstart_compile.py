@@ -280,3 +280,24 @@ def test_a_real_compiled_child_misses_then_hits_the_fx_graph_cache(tmp_path: Pat
     assert second.details.get("inductor.fxgraph_cache_hit") == 1.0, second.details
     assert second.phases_ms["compile"] < first.phases_ms["compile"]
     assert r.record().environment["triton"]  # the Triton version, recorded with compiled cold starts
+
+
+def test_the_mega_cache_hooks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: Any) -> None:
+    torch = pytest.importorskip("torch")
+    assert compiled.save_artifacts() == {} and compiled.load_artifacts() == {}  # neither variable set
+    monkeypatch.setenv("KERNELGATE_SAVE_COMPILE_ARTIFACTS", str(tmp_path / "a" / "mega.bin"))
+    monkeypatch.setattr(torch.compiler, "save_cache_artifacts", lambda: (b"12345", object()))
+    assert compiled.save_artifacts() == {"artifacts.saved_bytes": 5.0}
+    assert (tmp_path / "a" / "mega.bin").read_bytes() == b"12345"
+
+    def broken() -> None:
+        raise RuntimeError("no precompile entry")
+
+    monkeypatch.setattr(torch.compiler, "save_cache_artifacts", broken)
+    assert compiled.save_artifacts() == {"artifacts.saved_bytes": -1.0}  # after the timed phases: kept
+    assert "save_cache_artifacts() failed: RuntimeError: no precompile entry" in capsys.readouterr().err
+    loaded: list[bytes] = []
+    monkeypatch.setenv("KERNELGATE_LOAD_COMPILE_ARTIFACTS", str(tmp_path / "a" / "mega.bin"))
+    monkeypatch.setattr(torch.compiler, "load_cache_artifacts", lambda data: loaded.append(data) or object())
+    assert compiled.load_artifacts() == {"artifacts.loaded_bytes": 5.0, "artifacts.loaded": 1.0}
+    assert loaded == [b"12345"]
