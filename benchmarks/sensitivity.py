@@ -3,6 +3,8 @@
   all in one (GPU): python benchmarks/sensitivity.py run --work DIR --out docs/sensitivity-table.md
   collect (GPU):    python benchmarks/sensitivity.py collect --work DIR --rounds 3 --trials 20
   evaluate (any):   python benchmarks/sensitivity.py evaluate --work DIR --out docs/sensitivity-table.md
+  across hosts:     collect --rounds 3 --trials 0 on host A (WORK_A), collect --rounds 0 --trials 8 on
+                    host B (WORK_B), then evaluate --work WORK_B --baseline-from WORK_A --out TABLE
 
 ``collect`` records a baseline of the default suite in ``--rounds`` separate processes, then runs
 ``--trials`` more processes. Each trial measures every configuration unchanged (A/A) and, on
@@ -28,6 +30,7 @@ from typing import Any
 
 from kernelgate.config import GateConfig, Scope
 from kernelgate.measure.results import Measurement, combine
+from kernelgate.verdict import hostspeed, samehost, structure
 from kernelgate.verdict.compare import Comparison, compare, confirmed
 
 CONFIGS = [("yolov8n", "fp16"), ("yolov8n", "fp32"), ("yolo11n", "fp16"), ("yolo11n", "fp32")]
@@ -271,6 +274,79 @@ def evaluate(work: Path, out: Path) -> str:
     return text
 
 
+def judged(
+    foreign: Measurement, clean: list[Measurement], head: list[Measurement], config: GateConfig
+) -> tuple[bool, Comparison | None]:
+    """The gate across hosts: the screen against a baseline of another host (structure, or a failure
+    at ``screen`` times the thresholds, the host side relative to this runner), then the same-host
+    judge on ``clean`` (base) and ``head`` processes of this host. (suspected, the judge's comparison)."""
+    first = head[0]
+    screen = compare(foreign, first, config)
+    here = hostspeed.scaled(foreign, hostspeed.factor(foreign, first))
+    suspect = bool(structure.changes(foreign, first)) or compare(here, first, config.screening()).failed
+    if not suspect:
+        return False, None
+    decision = samehost.decide(screen, foreign, clean, head, config, final=True)
+    return True, samehost.merged(screen, decision) if decision else None
+
+
+def _host(m: Measurement) -> str:
+    found = [h.id for h in m.round_hosts if h is not None]
+    return ", ".join(sorted(set(found))) or "?"
+
+
+def evaluate_across(work: Path, foreign_work: Path, out: Path, per_side: int = 3) -> str:
+    """Detection and false failures of the whole gate when the baseline comes from another host: per
+    trial window, the screen against ``foreign_work``'s baseline, then the judge on this host's
+    processes (clean from every other trial as the base, the change from the ones between)."""
+    bases = [_load(p) for p in sorted(foreign_work.glob("baseline-*.json.gz"))]
+    trials = [_load(p) for p in sorted(work.glob("trial-*.json.gz"))]
+    if not bases or len(trials) < 2 * per_side:
+        raise SystemExit(f"need baseline-*.json.gz in {foreign_work} and {2 * per_side} trials in {work}")
+    ids = list(bases[0]["configs"])
+    foreign = {
+        i: combine([Measurement.from_json(b["configs"][i]["variants"]["clean"]) for b in bases]) for i in ids
+    }
+
+    def m(t: int, cfg: str, variant: str) -> Measurement:
+        return Measurement.from_json(trials[t % len(trials)]["configs"][cfg]["variants"][variant])
+
+    def sides(t: int, cfg: str, variant: str) -> tuple[list[Measurement], list[Measurement]]:
+        base = [m(t + 2 * k, cfg, "clean") for k in range(per_side)]
+        return base, [m(t + 2 * k + 1, cfg, variant) for k in range(per_side)]
+
+    variants = [v for v in trials[0]["configs"][TARGET]["variants"] if v != "clean"]
+    n, config = len(trials), GateConfig()
+    suspected = failed = 0
+    for t in range(n):
+        for c in ids:
+            hit, final = judged(foreign[c], *sides(t, c, "clean"), config)
+            suspected += hit
+            failed += bool(final and final.failed)
+    cells = []
+    for variant in variants:
+        want, hits, seen = target_of(variant), 0, 0
+        for t in range(n):
+            hit, final = judged(foreign[TARGET], *sides(t, TARGET, variant), config)
+            seen += hit
+            hits += bool(final and final.failed and (want in _named(final) or want == "total"))
+        cells.append(f"{hits}/{n} ({seen} suspected)")
+    env = Measurement.from_json(trials[0]["configs"][TARGET]["variants"]["clean"]).environment
+    host = [_host(foreign[TARGET]), _host(m(0, TARGET, "clean"))]
+    lines = [
+        f"Across hosts, measured with `benchmarks/sensitivity.py` on {env.get('gpu', '?')} (torch "
+        f"{env.get('torch', '?')}, cuDNN {env.get('cudnn', '?')}): baseline of {len(bases)} rounds on host "
+        f"{host[0]}, {n} trial processes on host {host[1]}; each window: the screen against that baseline, "
+        f"then the judge on {per_side} processes a side of this host (defaults).\n",
+        "| A/A configuration-windows suspected / failed | " + " | ".join(variants) + " |",
+        "|---|" + "---:|" * len(variants),
+        f"| {suspected}/{n * len(ids)} / {failed}/{n * len(ids)} | " + " | ".join(cells) + " |",
+    ]
+    text = "\n".join(lines) + "\n"
+    out.write_text(text, encoding="utf-8")
+    return text
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -289,6 +365,7 @@ def main() -> None:
     e = sub.add_parser("evaluate")
     e.add_argument("--work", type=Path, required=True)
     e.add_argument("--out", type=Path, required=True)
+    e.add_argument("--baseline-from", type=Path, help="a work folder of another host: the gate across hosts")
     ch = sub.add_parser("child")
     ch.add_argument("kind", choices=["baseline", "trial"])
     ch.add_argument("out", type=Path)
@@ -298,6 +375,8 @@ def main() -> None:
         print(evaluate(args.work, args.out))
     elif args.command == "collect":
         collect(args.work, args.rounds, args.trials, args.first)
+    elif args.command == "evaluate" and args.baseline_from:
+        print(evaluate_across(args.work, args.baseline_from, args.out))
     elif args.command == "evaluate":
         print(evaluate(args.work, args.out))
     else:

@@ -237,6 +237,9 @@ def test_compare_judges_every_name_once_and_never_raises(a: Measurement, b: Meas
     expected = {(Scope.TOTAL, "total")}
     expected |= {(Scope.LAYER, lay.name) for lay in (*a.layers, *b.layers)}
     expected |= {(Scope.KERNEL, k.key) for k in (*a.kernels, *b.kernels)}
+    expected |= {(Scope.WALL, "wall")} if a.wall.n and b.wall.n else set()
+    if a.host_layers and b.host_layers:
+        expected |= {(Scope.HOST, lay.name) for lay in (*a.host_layers, *b.host_layers)}
     assert set(result) == expected
 
 

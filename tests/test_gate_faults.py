@@ -235,7 +235,7 @@ def test_a_baseline_entry_that_is_unreliable_or_does_not_add_up_is_not_a_yardsti
     from factories import entry, measurement
 
     from kernelgate.config import GateConfig
-    from kernelgate.plugin.fixture import _check_baseline_entry
+    from kernelgate.plugin.screen import check_entry as _check_baseline_entry
     from kernelgate.plugin.session import Options, State
 
     state = State(GateConfig(), Options())

@@ -15,8 +15,8 @@ def measured(tmp_path_factory: pytest.TempPathFactory) -> Any:
     pytest.importorskip("ultralytics")
     import torch
 
+    from kernelgate.measure import aggregate as measure
     from kernelgate.measure import attribute, profile, trace
-    from kernelgate.measure import results as measure
     from kernelgate.measure.execution import eager
     from kernelgate.models.yolo import YoloSpec, build_yolo, make_input
 

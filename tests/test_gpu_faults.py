@@ -19,8 +19,8 @@ def test_real_yolo_profiles_hold_together(tmp_path: Path, precision: str) -> Non
     pytest.importorskip("ultralytics")
     import torch
 
+    from kernelgate.measure import aggregate as measure
     from kernelgate.measure import attribute, integrity, profile, trace
-    from kernelgate.measure import results as measure
     from kernelgate.measure.execution import eager
     from kernelgate.models.yolo import YoloSpec, build_yolo, make_input
 

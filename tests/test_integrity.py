@@ -18,8 +18,9 @@ import pytest
 from factories import launched, measurement, module_range, step
 
 from kernelgate.measure import attribute, integrity, trace
+from kernelgate.measure.aggregate import build
 from kernelgate.measure.integrity import UnreliableProfileWarning, check_profile, check_record
-from kernelgate.measure.results import Dist, Measurement, build
+from kernelgate.measure.results import Dist, Measurement
 from kernelgate.models.layers import Layers
 
 LAYERS = Layers({"model.0": "Conv", "model.1": "C2f"})

@@ -13,7 +13,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from kernelgate.measure import attribute, trace
-from kernelgate.measure.results import Dist, KernelStat, LayerStat, Measurement, build
+from kernelgate.measure.aggregate import build
+from kernelgate.measure.results import Dist, KernelStat, LayerStat, Measurement
 from kernelgate.models.layers import Layers
 
 LAYERS = Layers({"model.0": "Conv", "model.9": "SPPF", "model.10": "Upsample"})

@@ -21,7 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from kernelgate.measure.trace import RANGE_PREFIX
+from kernelgate.measure.hosttime import stage
 from kernelgate.models.yolo import YoloSpec
 
 COMPILED = "compiled"
@@ -61,7 +61,7 @@ def _input_step(
     sync = _sync(torch, device)
 
     def step() -> None:
-        with torch.profiler.record_function(RANGE_PREFIX + "input"):
+        with stage(torch.profiler.record_function, "input"):
             x = host_input.to(device, non_blocking=True)
         forward(x)
         sync()
@@ -90,7 +90,7 @@ def prepare(torch: Any, net: Any, spec: YoloSpec, device: str, host_input: Any) 
         record = torch.profiler.record_function
 
         def forward(x: Any) -> Any:
-            with record(RANGE_PREFIX + COMPILED), autocast():
+            with stage(record, COMPILED), autocast():
                 return compiled(x)
 
         extra, hook = ((COMPILED, "torch.compile"),), False
@@ -124,7 +124,7 @@ def _graph(torch: Any, net: Any, eager_forward: Callable[[Any], Any], device: st
         torch.cuda.synchronize()
 
     def step() -> None:
-        with torch.profiler.record_function(RANGE_PREFIX + "input"):
+        with stage(torch.profiler.record_function, "input"):
             static_in.copy_(host_input, non_blocking=True)
         graph.replay()
         torch.cuda.synchronize()

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kernelgate.machine import fingerprint, identity, software, state
-from kernelgate.measure import attribute, integrity, profile, trace
+from kernelgate.measure import aggregate, attribute, hosttime, integrity, profile, trace
 from kernelgate.measure import results as measure
 from kernelgate.models.layers import Layers
 
@@ -49,6 +49,9 @@ def measure_module(
     """
     gpu = device.startswith("cuda")
     extra: list[str] = []
+    host_us = hosttime.layer_host_us(
+        runner.step, runner.net if runner.hook_step else None, layers, schedule.active
+    )
     profile.run(runner.step, runner.net if runner.hook_step else None, gpu=gpu, schedule=schedule,
                 trace_path=trace_path)  # fmt: skip
     gpu_state = state.gpu_state() if gpu else {}
@@ -64,7 +67,7 @@ def measure_module(
         unmatched = graphs.unmatched_reason(share)
         if unmatched:
             extra.append(unmatched)
-    result = measure.build(
+    result = aggregate.build(
         frame,
         benchmark=bench_id,
         arch=identity.torch_arch_key(torch, device),
@@ -75,6 +78,8 @@ def measure_module(
         unlinked=parsed.unlinked,
         gpu_states=(gpu_state,) if gpu_state else (),
         groups=layers.groups,
+        host_us=host_us,
+        host_calls=hosttime.sync_calls(parsed, layers),
     )
     reasons = integrity.check_profile(parsed, frame, schedule.active, gpu) + integrity.check_record(result)
     host = fingerprint.this_round(result.environment, gpu)

@@ -15,7 +15,7 @@ from kernelgate.machine.fingerprint import HostFingerprint, hosts_from_json
 from kernelgate.machine.state import throttle_reasons
 
 if TYPE_CHECKING:
-    import pandas as pd
+    pass
 
 
 def _r(value: float) -> float:
@@ -166,6 +166,11 @@ class Measurement:
     # record written before groups existed has none.
     groups: Mapping[str, str] = field(default_factory=dict)
     hosts: tuple[HostFingerprint | None, ...] = ()  # see round_hosts; () where no round has one
+    # the host side of each top-level layer (kernelgate.measure.hosttime): its forward's time on the
+    # CPU per iteration, and its waiting/copying runtime calls per iteration (layer -> call -> calls).
+    # Optional: records before they existed have neither.
+    host_layers: tuple[LayerStat, ...] = ()
+    host_calls: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
 
     @property
     def round_hosts(self) -> tuple[HostFingerprint | None, ...]:
@@ -183,6 +188,9 @@ class Measurement:
 
     def layer(self, name: str) -> LayerStat | None:
         return next((lay for lay in self.layers if lay.name == name), None)
+
+    def host_layer(self, name: str) -> LayerStat | None:
+        return next((lay for lay in self.host_layers if lay.name == name), None)
 
     def to_json(self) -> dict[str, Any]:
         return (
@@ -205,6 +213,8 @@ class Measurement:
             | ({"gpu_states": [dict(sorted(g.items())) for g in self.gpu_states]} if self.gpu_states else {})
             | ({"groups": dict(sorted(self.groups.items()))} if self.groups else {})
             | ({"hosts": [h and h.to_json() for h in self.hosts]} if any(self.hosts) else {})
+            | ({"host_layers": [lay.to_json() for lay in self.host_layers]} if self.host_layers else {})
+            | ({"host_calls": _calls_json(self.host_calls)} if self.host_calls else {})
         )
 
     @classmethod
@@ -225,7 +235,16 @@ class Measurement:
             unreliable_reasons=_reasons(data),
             groups=_groups(data),
             hosts=hosts_from_json(data.get("hosts"), len(data["total_us"].get("rounds", ())) or 1),
+            host_layers=tuple(LayerStat.from_json(d) for d in data.get("host_layers", ())),
+            host_calls={
+                str(layer): {str(k): float(v) for k, v in calls.items()}
+                for layer, calls in data.get("host_calls", {}).items()
+            },
         )
+
+
+def _calls_json(calls: Mapping[str, Mapping[str, float]]) -> dict[str, dict[str, float]]:
+    return {layer: {k: _r(v) for k, v in sorted(c.items())} for layer, c in sorted(calls.items())}
 
 
 def _zeros_for(dist: Dist) -> Dist:
@@ -253,6 +272,7 @@ def combine(rounds: Sequence[Measurement]) -> Measurement:
         return rounds[0]
     totals = [m.total for m in rounds]
     layers = _combine_named([{lay.name: lay for lay in m.layers} for m in rounds], totals)
+    host_layers = _combine_named([{lay.name: lay for lay in m.host_layers} for m in rounds], totals)
     kernel_maps = [{k.key: k for k in m.kernels} for m in rounds]
     kernels = _combine_named(kernel_maps, totals)
     first = rounds[0]
@@ -283,7 +303,19 @@ def combine(rounds: Sequence[Measurement]) -> Measurement:
         unreliable_reasons=tuple(dict.fromkeys(r for m in rounds for r in m.unreliable_reasons)),
         groups={k: v for m in reversed(rounds) for k, v in m.groups.items()},
         hosts=hosts if any(hosts) else (),
+        host_layers=tuple(LayerStat(lay.name, lay.type, dist) for lay, dist in host_layers),
+        host_calls=_mean_calls([m.host_calls for m in rounds]),
     )
+
+
+def _mean_calls(rounds: Sequence[Mapping[str, Mapping[str, float]]]) -> dict[str, dict[str, float]]:
+    """Calls per iteration over rounds (a round without a call counts zero), like kernels' launches."""
+    out: dict[str, dict[str, float]] = {}
+    for calls in rounds:
+        for layer, items in calls.items():
+            for name, n in items.items():
+                out.setdefault(layer, {})[name] = out.get(layer, {}).get(name, 0.0) + n / len(rounds)
+    return out
 
 
 def _groups(data: Mapping[str, Any]) -> dict[str, str]:
@@ -308,80 +340,3 @@ def _reasons(data: Mapping[str, Any]) -> tuple[str, ...]:
     if reliable and reasons:
         raise ValueError("'reliable' is true but 'unreliable_reasons' is not empty")
     return tuple(str(r) for r in reasons)
-
-
-def _per_iteration(series: pd.Series[float], iterations: int) -> Dist:
-    return Dist(tuple(float(v) for v in series.reindex(range(iterations), fill_value=0.0)))
-
-
-def build(
-    frame: pd.DataFrame,
-    *,
-    benchmark: str,
-    arch: str,
-    device: str,
-    iterations: int,
-    wall_us: Sequence[float],
-    environment: Mapping[str, str],
-    unlinked: int = 0,
-    gpu_states: tuple[Mapping[str, str], ...] = (),
-    groups: Mapping[str, str] | None = None,
-) -> Measurement:
-    """Aggregate attributed activities (see :func:`kernelgate.measure.attribute.attribute`) per iteration.
-
-    ``groups`` (layer -> group, :attr:`kernelgate.models.layers.Layers.groups`) is kept for the layers
-    that ran."""
-    from kernelgate.measure.attribute import busy_us
-
-    total = _per_iteration(frame.groupby("iteration")["dur_us"].sum(), iterations)
-    busy = _per_iteration(busy_us(frame), iterations)
-
-    order = frame.groupby("layer")["start_us"].min().sort_values().index
-    layer_types = frame.drop_duplicates("layer").set_index("layer")["layer_type"]
-    per_layer = frame.groupby(["layer", "iteration"])["dur_us"].sum()
-    layers = tuple(
-        LayerStat(str(name), str(layer_types[name]), _per_iteration(per_layer[name], iterations))
-        for name in order
-    )
-
-    known = groups or {}
-    kernels = []
-    grouped = frame.groupby(["layer", "module", "kernel"], sort=False)
-    for (layer, module, kernel), group in grouped:
-        first = group.iloc[0]
-        launch = (
-            {
-                "grid": first["grid"],
-                "block": first["block"],
-                "registers": int(first["registers"]),
-                "shared_memory": int(first["shared_memory"]),
-                "occupancy_pct": float(first["occupancy_pct"]),
-            }
-            if first["grid"]
-            else {}
-        )
-        kernels.append(
-            KernelStat(
-                layer=str(layer),
-                module=str(module),
-                name=str(kernel),
-                time=_per_iteration(group.groupby("iteration")["dur_us"].sum(), iterations),
-                calls=len(group) / iterations,
-                launch=launch,
-            )
-        )
-    return Measurement(
-        benchmark=benchmark,
-        arch=arch,
-        device=device,
-        iterations=iterations,
-        total=total,
-        busy=busy,
-        wall=Dist(tuple(float(w) for w in wall_us)),
-        layers=layers,
-        kernels=tuple(kernels),
-        environment=environment,
-        unlinked=unlinked,
-        gpu_states=gpu_states,
-        groups={lay.name: known[lay.name] for lay in layers if lay.name in known},
-    )

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kernelgate.config import HOST_COUPLED
-from kernelgate.measure.trace import RANGE_PREFIX
+from kernelgate.measure.hosttime import stage
 
 IMAGES = ("bus.jpg", "zidane.jpg")
 CONF = 0.0
@@ -91,10 +91,10 @@ class Pipeline:
         record = self.torch.profiler.record_function
 
         def run() -> None:
-            with record(RANGE_PREFIX + "preprocess"):
+            with stage(record, "preprocess"):
                 x = self.preprocess()
             preds = forward(x)
-            with record(RANGE_PREFIX + "postprocess"):
+            with stage(record, "postprocess"):
                 self.postprocess(preds, x)
             sync()
 

@@ -17,11 +17,17 @@ from typing import Any
 from kernelgate.measure.naming import module_of_range
 
 RANGE_PREFIX = "kg/"
+UNATTRIBUTED = "(unattributed)"  # work launched inside a step but outside every module range
 STEP_PREFIX = "ProfilerStep#"
 GPU_CATEGORIES = {"kernel": "kernel", "gpu_memcpy": "memcpy", "gpu_memset": "memset"}
 LAUNCH_CATEGORIES = {"cuda_runtime", "cuda_driver"}
 # Runtime/driver calls that always put a kernel on the device (not cudaLaunchHostFunc, not graphs).
 KERNEL_LAUNCH = re.compile(r"^cu(da)?Launch(Cooperative)?Kernel")
+# Runtime/driver calls that make the host wait for the device (or copy synchronously): a new one in a
+# layer is a structural change on the host side (``.item()``, ``.cpu()``, ``torch.cuda.synchronize()``)
+SYNC_CALL = re.compile(
+    r"^cu(da)?(Device|Stream|Event|Ctx)Synchronize|^cu(da)?Memcpy(?!.*Async)|^cudaMemcpyAsync$"
+)
 
 
 @dataclass(frozen=True)
@@ -61,6 +67,15 @@ class Range:
 
 
 @dataclass(frozen=True)
+class Call:
+    """A host-side runtime/driver call that waits for the device or copies (:data:`SYNC_CALL`)."""
+
+    name: str
+    tid: int
+    ts: float
+
+
+@dataclass(frozen=True)
 class ParsedTrace:
     activities: tuple[Activity, ...]
     ranges: tuple[Range, ...]
@@ -68,6 +83,7 @@ class ParsedTrace:
     unlinked: int
     # Host times of kernel launches with no kernel record: the kernel ran, the profiler lost it.
     orphan_launches: tuple[float, ...] = ()
+    syncs: tuple[Call, ...] = ()
 
 
 def load_events(path: Path) -> list[dict[str, Any]]:
@@ -115,12 +131,18 @@ def _parsed(
     unlinked: int,
     orphans: tuple[float, ...] = (),
 ) -> ParsedTrace:
+    syncs = tuple(
+        Call(str(e["name"]), int(e["tid"]), float(e["ts"]))
+        for e in complete
+        if e.get("cat") in LAUNCH_CATEGORIES and SYNC_CALL.match(str(e.get("name", "")))
+    )
     return ParsedTrace(
         activities=tuple(activities),
         ranges=_ranges(complete, RANGE_PREFIX, strip=True),
         steps=_ranges(complete, STEP_PREFIX, strip=False),
         unlinked=unlinked,
         orphan_launches=orphans,
+        syncs=syncs,
     )
 
 
@@ -185,3 +207,22 @@ def parse_cpu(events: list[dict[str, Any]]) -> ParsedTrace:
 def parse(path: Path, gpu: bool) -> ParsedTrace:
     events = load_events(path)
     return parse_gpu(events) if gpu else parse_cpu(events)
+
+
+def innermost(ranges: list[Range], launches: list[tuple[float, int]]) -> dict[int, str]:
+    """For launches (ts, index) on one thread, the innermost range open at ts (properly nested ranges)."""
+    ordered = sorted(ranges, key=lambda r: (r.start_us, -r.end_us))
+    stack: list[Range] = []
+    found: dict[int, str] = {}
+    pos = 0
+    for ts, index in sorted(launches):
+        while pos < len(ordered) and ordered[pos].start_us <= ts:
+            while stack and stack[-1].end_us <= ordered[pos].start_us:
+                stack.pop()
+            stack.append(ordered[pos])
+            pos += 1
+        while stack and stack[-1].end_us < ts:
+            stack.pop()
+        if stack:
+            found[index] = stack[-1].name
+    return found

@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import json
+import os
 import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -18,8 +19,8 @@ import pytest
 from kernelgate.baseline import store as baseline
 from kernelgate.baseline.names import safe_name, shown
 from kernelgate.coldstart.phases import ColdStart
-from kernelgate.config import MissingBaseline, Policy, node_target, record_command
-from kernelgate.machine import envdiff, identity
+from kernelgate.config import Policy, node_target
+from kernelgate.machine import threads
 from kernelgate.measure import faults, integrity, profile, timing
 from kernelgate.measure import results as measure
 from kernelgate.measure.pipeline import CPU_ROUNDS, CPU_SCHEDULE, GPU_ROUNDS, GPU_SCHEDULE, measure_module
@@ -32,10 +33,9 @@ from kernelgate.models.yolo import (
     make_input,
     slow_down,
 )
-from kernelgate.plugin.session import MissingBaselineWarning, NotComparedWarning, State
-from kernelgate.report.terminal import failure_message
-from kernelgate.verdict import yardstick
-from kernelgate.verdict.compare import Comparison, compare
+from kernelgate.plugin import screen
+from kernelgate.plugin.session import NotComparedWarning, State
+from kernelgate.verdict.compare import Comparison
 
 if TYPE_CHECKING:
     from kernelgate.measure.execution import Runner
@@ -186,6 +186,7 @@ class KernelGate:
         import torch
 
         opts = self.state.options
+        torch.set_num_threads(threads.choose(self.state.config.threads, opts.threads_env, os.environ)[0])
         gpu = self.device.startswith("cuda")
         step = runner.step
         trace_path = opts.out_dir / "traces" / f"{safe_name(self.node_name)}.json"
@@ -313,86 +314,8 @@ class KernelGate:
         self.state.add_measured(baseline.Entry(self.benchmark.fullname, result, bench))
 
     def _gate(self, result: measure.Measurement, layers: Layers) -> Comparison | None:
-        found = self.baseline_entry(result)
-        if found is None:
-            return None
-        entry, path = found
-        _check_baseline_entry(entry, result, self.state, shown(path), self.target)
-        comparison = compare(entry.measurement, result, self.state.config)
-        screen = comparison.failed
-        if self.state.config.confirm and not screen:  # suspect at a fraction of the thresholds too
-            screen = compare(entry.measurement, result, self.state.config.screening()).failed
-        if screen and self.state.config.confirm:
-            # a suspect: base and head on this runner decide at the end of the session
-            from kernelgate.plugin.samehost import KERNEL, Suspect
-
-            self.state.add_suspect(Suspect(self.node.nodeid, KERNEL, comparison, entry.measurement.to_json()))
-            return comparison
-        self.state.add_comparison(comparison)
-        if comparison.failed:
-            changes = envdiff.changes(entry.measurement.environment, result.environment)
-            text = failure_message(comparison, dict(layers.types), shown(path), changes, target=self.target)
-            pytest.fail(text, pytrace=False)
-        return comparison
+        return screen.gate(self, result, layers)
 
     def baseline_entry(self, result: measure.Measurement) -> tuple[baseline.Entry, Path] | None:
-        """This benchmark's baseline for this GPU, or None once a missing baseline failed or warned.
-
-        A baseline of another GPU (another product of the same architecture, or the same key with
-        other memory, max clock or power limit: :func:`envdiff.gpu_differences`) is refused
-        unless ``--kernelgate-allow-other-gpu``.
-        """
-        base_dir, allow = self.state.config.baseline_dir, self.state.options.allow_other_gpu
-        path = baseline.path_for(base_dir, result.arch)
-        recorded = [] if path.exists() else baseline.recorded_keys(base_dir)
-        others = identity.same_architecture(result.arch, recorded) if recorded else []
-        if others and allow:
-            path = baseline.path_for(base_dir, others[0])
-        try:
-            # the folder names the architecture: this one, or another with --kernelgate-allow-other-gpu
-            entries = self.state.baseline_entries(path, path.parent.name)
-        except baseline.BaselineError as exc:
-            pytest.fail(f"kernelgate: {exc}", pytrace=False)
-        entry = entries.get(self.benchmark.fullname)
-        if entry is None:
-            self._no_baseline(result, path, others)
-            return None
-        differences = envdiff.gpu_differences(entry.measurement.environment, result.environment)
-        if differences and not allow:
-            text = envdiff.other_gpu_message(result.benchmark, shown(path), differences, self.target)
-            pytest.fail(text, pytrace=False)
-        if differences or path.parent.name != result.arch:
-            listed = "; ".join(str(d) for d in differences) or f"{path.parent.name} for {result.arch}"
-            self.state.note(
-                f"{result.benchmark}: compared with another GPU's baseline ({listed}), "
-                f"as {envdiff.OTHER_GPU_OPTION} asked"
-            )
-        return entry, path
-
-    def _no_baseline(self, result: measure.Measurement, path: Path, others: list[str] | None = None) -> None:
-        self.state.add_missing(result.benchmark)
-        message = (
-            f"kernelgate: no baseline for {result.benchmark!r} on {result.arch} "
-            f"(looked in {shown(path)}). Record one on this machine: "
-            f"{record_command(self.target)} and commit {shown(path.parent)}/."
-        )
-        if others:
-            message += (
-                f" Baselines of other GPUs of the same architecture exist ({', '.join(others)}); a "
-                "timing of one GPU does not hold for another, so they are not used unless "
-                f"{envdiff.OTHER_GPU_OPTION} is given."
-            )
-        if self.state.config.missing_baseline is MissingBaseline.FAIL:
-            pytest.fail(message, pytrace=False)
-        warnings.warn(message, MissingBaselineWarning, stacklevel=2)
-
-
-def _check_baseline_entry(
-    entry: baseline.Entry, result: measure.Measurement, state: State, path: str, target: str
-) -> None:
-    """A baseline entry that is no yardstick for ``result`` (:func:`yardstick.pair_problems`:
-    unreliable, edited by hand, rounds that disagree, implausible numbers) fails the benchmark,
-    naming the entry, the numbers and the fix."""
-    problems = yardstick.pair_problems(entry, result, state.config, other_gpu=state.options.allow_other_gpu)
-    if problems:
-        pytest.fail(yardstick.refusal(result.benchmark, path, problems, target), pytrace=False)
+        """This benchmark's baseline for this GPU (:func:`kernelgate.plugin.screen.baseline_entry`)."""
+        return screen.baseline_entry(self, result)

@@ -63,6 +63,7 @@ def pytest_configure(config: pytest.Config) -> None:
         allow_other_gpu=bool(config.getoption("kernelgate_allow_other_gpu")),
         matrix=config.getoption("kernelgate_matrix"),
         only=tuple(config.getoption("kernelgate_only")),
+        threads_env=os.environ.get("OMP_NUM_THREADS"),  # before any model build imports ultralytics
     )
     if opts.append and not opts.save:
         raise pytest.UsageError(
@@ -203,6 +204,16 @@ def kernelgate(request: pytest.FixtureRequest, benchmark: Any) -> KernelGate:
     from kernelgate.plugin.fixture import KernelGate
 
     return KernelGate(state, benchmark, request.node)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """A same-host round's child started ahead of its turn waits here for its go (plugin/standby.py)."""
+    go = config.getoption("kernelgate_standby", None)
+    if go:
+        from kernelgate.plugin import standby
+
+        standby.select(config, items, Path(go))
 
 
 @pytest.hookimpl(trylast=True)

@@ -33,7 +33,7 @@ from kernelgate.coldstart.phases import ColdStart
 from kernelgate.config import Threshold, node_target
 from kernelgate.machine import sideenv
 from kernelgate.measure.results import Dist, Measurement
-from kernelgate.plugin import invocation
+from kernelgate.plugin import invocation, standby
 from kernelgate.verdict import ab, samehost
 from kernelgate.verdict.compare import Comparison, Judgement, noise_aware_rule
 
@@ -47,6 +47,7 @@ HEAD_ONLY_VARIABLES = frozenset({"KERNELGATE_SLOW_PHASE"})
 # confirm_min_rounds processes a side, and its cost is mostly profiling and reading the traces
 CHILD_ITERATIONS = 10
 COLDSTART_MIN_ROUNDS = 2  # one round in each order
+CHILD_TIMEOUT_S = 1800
 KERNEL = "kernel"
 COLDSTART = "coldstart"
 
@@ -136,7 +137,8 @@ class Judge:
         self.work = Path(tempfile.mkdtemp(prefix="kernelgate-judge-"))
         self.args = invocation.child_args(config.invocation_params.args, config.option.file_or_dir or [])
 
-    def _child(self, side: Side, nodeids: Sequence[str], out: Path) -> str | None:
+    def _spawn(self, side: Side, nodeids: Sequence[str], out: Path) -> standby.Child:
+        """Start ``side``'s pytest process for ``nodeids``, waiting for its go (plugin/standby.py)."""
         root = side.root
         args = invocation.mapped(self.args, self.head_root, root)
         if side.name == "base":  # the deliberate slowdown stands for a change in the head
@@ -148,13 +150,9 @@ class Judge:
             *[str(root / self.rootpath.relative_to(self.head_root) / n) for n in nodeids],
             "-p", "no:cacheprovider", "-q", "--kernelgate", f"--kernelgate-confirm-out={out}",
             f"--kernelgate-out={out / 'kg'}", f"--kernelgate-report-dir={out / 'report'}",
+            f"--kernelgate-standby={out / standby.GO}",
         ]  # fmt: skip
-        done = subprocess.run(command, cwd=side.cwd, env=side.env, capture_output=True, text=True,
-                              timeout=1800, check=False)  # fmt: skip
-        if done.returncode not in (0, 1):  # 1: a benchmark failed in the child; its record says what
-            tail = " | ".join((done.stdout + done.stderr).strip().splitlines()[-4:])
-            return f"the {side.name} process exited {done.returncode}: {tail}"
-        return None
+        return standby.start(side.name, command, side.cwd, side.env, out)
 
     def _sides(self) -> tuple[Side, Side] | str:
         top = _git(self.rootpath, "rev-parse", "--show-toplevel")
@@ -217,19 +215,31 @@ class Judge:
         decided: dict[str, samehost.Decision] = {}
         pending = list(suspects)
         cfg = self.state.config
-        for r in range(cfg.confirm_max_rounds):
-            start = time.monotonic()
-            for side in (base, head) if r % 2 == 0 else (head, base):
-                out = self.work / f"{side.name}-{r}"
-                problem = self._child(side, [s.nodeid for s in pending], out)
-                for s in pending:
-                    path = record_file(out, s.nodeid)
-                    if path.is_file():
-                        side.records.setdefault(s.nodeid, []).append(json.loads(path.read_text("utf-8")))
-                    elif s.nodeid not in decided:
-                        why = problem or f"the {side.name} side wrote no record of {s.nodeid} (see its log)"
-                        decided[s.nodeid] = samehost.unsettled(s.screen.benchmark, why)
+        # base, head, head, base, ... : each side first in every other round
+        order = [(r, side) for r in range(cfg.confirm_max_rounds)
+                 for side in ((base, head) if r % 2 == 0 else (head, base))]  # fmt: skip
+        ahead: standby.Child | None = self._spawn(base, [s.nodeid for s in pending], self.work / "base-0")
+        start = time.monotonic()
+        for i, (r, side) in enumerate(order):
+            child = ahead
+            assert child is not None and child.name == side.name
+            standby.release(child.go, [s.nodeid for s in pending])
+            # the next child starts up (no GPU) while this one measures
+            ahead = None
+            if i + 1 < len(order):
+                r2, side2 = order[i + 1]
+                ahead = self._spawn(side2, [s.nodeid for s in pending], self.work / f"{side2.name}-{r2}")
+            problem = standby.finish(child, CHILD_TIMEOUT_S)
+            for s in pending:
+                path = record_file(child.out, s.nodeid)
+                if path.is_file():
+                    side.records.setdefault(s.nodeid, []).append(json.loads(path.read_text("utf-8")))
+                elif s.nodeid not in decided:
+                    why = problem or f"the {side.name} side wrote no record of {s.nodeid} (see its log)"
+                    decided[s.nodeid] = samehost.unsettled(s.screen.benchmark, why)
             pending = [s for s in pending if s.nodeid not in decided]
+            if i % 2 == 0:
+                continue  # the round's other side comes next
             for s in pending:
                 found = deciders[s.kind](s, base.records.get(s.nodeid, []), head.records.get(s.nodeid, []),
                                          r + 1 >= cfg.confirm_max_rounds)  # fmt: skip
@@ -239,8 +249,12 @@ class Judge:
             still = ", ".join(s.screen.benchmark for s in pending)
             self.log(f"kernelgate: same-host round {r + 1}: {time.monotonic() - start:.1f} s, "
                      f"{len(pending)} suspect(s) still open{': ' + still if still else ''}")  # fmt: skip
+            start = time.monotonic()
             if not pending:
                 break
+        if ahead is not None:  # started for a round that is not needed: it runs nothing
+            standby.release(ahead.go, [])
+            standby.finish(ahead, CHILD_TIMEOUT_S)
         for s in pending:
             decided[s.nodeid] = samehost.unsettled(
                 s.screen.benchmark, f"not settled after {cfg.confirm_max_rounds} round(s) per side"

@@ -44,6 +44,7 @@ class Options:
     replace_unreadable: bool = False  # --kernelgate-replace-unreadable
     keep_round: str | None = None  # --kernelgate-keep-round REASON
     confirm_out: Path | None = None
+    threads_env: str | None = None  # OMP_NUM_THREADS when the run was configured (machine.threads)
     trust_pt: bool = False
     allow_other_gpu: bool = False
     matrix: str | None = None  # --kernelgate-matrix

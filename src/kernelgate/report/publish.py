@@ -23,7 +23,7 @@ from kernelgate.report import json as report_json
 from kernelgate.report import markdown as report_markdown
 from kernelgate.report import sections as report_sections
 from kernelgate.report import trace_store
-from kernelgate.report.redact import Redactor
+from kernelgate.report.redact import Redactor, names_of
 from kernelgate.report.sections import RunOutcome
 from kernelgate.verdict import diff
 from kernelgate.verdict.compare import Comparison
@@ -104,7 +104,7 @@ def build_diffs(items: Sequence[Item], folder: Path, redactor: Redactor | None) 
         comparison, base, current = item.comparison, item.base, item.current
         history = item.history
         if redactor is not None:
-            comparison = redactor.comparison(comparison)
+            comparison = redactor.comparison(comparison, names_of(base, current))
             base, current = redactor.measurement(base), redactor.measurement(current)
             history = tuple((label, redactor.measurement(m)) for label, m in history)
         d = diff.build(comparison, base, current, history)

@@ -45,12 +45,18 @@ KERNEL_SEPARATOR = " :: "
 PRIVATE_MACHINE_KEYS = frozenset({"node"})
 PRIVATE_TRACE_KEYS = frozenset({"host_name", "traceName"})
 REDACTED_REASON = "(redacted: this reason named a layer, module or kernel)"
+REDACTED_NOTE = "(redacted: this note named a layer, module or kernel)"
 KERNEL_NAME_SHOWN = 80  # integrity.py names a kernel by its first 80 characters
 
 
 def machine_info(info: Mapping[str, Any]) -> dict[str, Any]:
     """pytest-benchmark's machine_info without the host name."""
     return {k: v for k, v in info.items() if k not in PRIVATE_MACHINE_KEYS}
+
+
+def names_of(*measurements: Measurement) -> frozenset[str]:
+    """The layer, type, module and kernel names of ``measurements`` that redaction hides."""
+    return frozenset(n for m in measurements for n in _names(m))
 
 
 def _names(m: Measurement) -> set[str]:
@@ -110,9 +116,14 @@ class Redactor:
             REDACTED_REASON if any(n in reason for n in names) else reason for reason in m.unreliable_reasons
         )
         hosts = tuple(h and self.host(h) for h in m.hosts)
-        return dataclasses.replace(
-            m, layers=layers, kernels=kernels, groups=groups, unreliable_reasons=reasons, hosts=hosts
+        host_layers = tuple(
+            LayerStat(self.layer(lay.name), self.layer_type(lay.type), lay.time) for lay in m.host_layers
         )
+        host_calls = {self.layer(layer): dict(calls) for layer, calls in m.host_calls.items()}
+        return dataclasses.replace(
+            m, layers=layers, kernels=kernels, groups=groups, unreliable_reasons=reasons, hosts=hosts,
+            host_layers=host_layers, host_calls=host_calls,
+        )  # fmt: skip
 
     def host(self, h: HostFingerprint) -> HostFingerprint:
         """The GPU's id hashed again (keyed by ``KERNELGATE_REDACT_KEY`` where set); a host without
@@ -125,11 +136,18 @@ class Redactor:
 
     def delta(self, d: Delta) -> Delta:
         name = d.name
-        if d.scope is Scope.LAYER:
+        if d.scope in (Scope.LAYER, Scope.HOST):
             name = self.layer(d.name)
         elif d.scope is Scope.KERNEL:
             name = self.kernel_key(d.name)
         return dataclasses.replace(d, name=name, layer=self.layer(d.layer))
 
-    def comparison(self, c: Comparison) -> Comparison:
-        return dataclasses.replace(c, deltas=tuple(self.delta(d) for d in c.deltas))
+    def comparison(self, c: Comparison, names: frozenset[str] = frozenset()) -> Comparison:
+        """``c`` with hashed names; its notes and the deltas' notes that name one of ``names`` (the
+        layers, modules and kernels of its measurements: an origin, a structural change) are replaced."""
+
+        def scrub(text: str) -> str:
+            return REDACTED_NOTE if any(n in text for n in names) else text
+
+        deltas = tuple(dataclasses.replace(self.delta(d), note=scrub(d.note)) for d in c.deltas)
+        return dataclasses.replace(c, deltas=deltas, notes=tuple(scrub(n) for n in c.notes))

@@ -11,6 +11,7 @@ from rich.table import Table
 
 from kernelgate.config import Scope, record_command
 from kernelgate.measure import timesplit
+from kernelgate.verdict import hostside
 from kernelgate.verdict.compare import Comparison, Delta, Verdict
 
 if TYPE_CHECKING:
@@ -100,11 +101,17 @@ def failure_message(
     ``target`` is the test's node id, for the command that re-records it."""
     failures = comparison.failures
     layers = [d for d in failures if d.scope is Scope.LAYER]
+    host = [d for d in failures if d.scope is Scope.HOST]
     lines = [
         f"kernelgate: {comparison.benchmark} on {comparison.arch}: "
         f"{len(layers)} layer(s), {len([d for d in failures if d.scope is Scope.KERNEL])} kernel(s)"
+        f"{f', the host side of {len(host)} layer(s)' if host else ''}"
+        f"{', the latency' if any(d.scope is Scope.WALL for d in failures) else ''}"
         f"{' and the total' if any(d.scope is Scope.TOTAL for d in failures) else ''} over threshold"
     ]
+    where = hostside.side(comparison)
+    if where is not None:
+        lines.append(f"  {where.value}: {_side_reason(comparison, where)}")
     for delta in failures:
         if delta.scope is Scope.TOTAL:
             lines.append("  " + _line(delta, "total GPU time"))
@@ -115,6 +122,12 @@ def failure_message(
         kernels = [k for k in comparison.kernels_of(delta.name) if k.verdict is not Verdict.UNCHANGED]
         for kernel in (kernels or list(comparison.kernels_of(delta.name)))[:KERNELS_PER_LAYER]:
             lines.append(_kernel_line(kernel))
+    for delta in host:
+        label = f"{delta.verdict.value.upper()} host time of {layer_label(delta.name, layer_types)}"
+        lines.append("  " + _line(delta, label))
+    for delta in failures:
+        if delta.scope is Scope.WALL:
+            lines.append("  " + _line(delta, "latency (wall time of a step)"))
     for delta in failures:
         if delta.scope is Scope.KERNEL and delta.layer not in {d.name for d in layers}:
             lines.append("  " + _line(delta, f"{delta.verdict.value.upper()} kernel in {delta.layer}"))
@@ -137,6 +150,17 @@ def failure_message(
     lines.append(f"  baseline: {baseline_path}")
     lines.append(f"  if this change is intended, re-record: {record_command(target)}")
     return "\n".join(lines)
+
+
+def _side_reason(comparison: Comparison, where: hostside.Side) -> str:
+    """Why the slowdown is placed where it is, in a few words."""
+    if where is hostside.Side.HOST:
+        (total,) = comparison.of(Scope.TOTAL) or (None,)
+        gpu = f" ({pct(total.delta_pct)})" if total is not None else ""
+        return f"the host takes longer; the GPU time did not fail{gpu}"
+    if where is hostside.Side.GPU:
+        return "kernels take longer or more of them run"
+    return "both the kernels and the host take longer"
 
 
 def environment_lines(changes: Sequence[Change]) -> list[str]:
@@ -178,7 +202,7 @@ def summary_table(
         for delta in rows:
             table.add_row(
                 comparison.benchmark,
-                delta.name,
+                delta.figure,
                 us(delta.baseline_us),
                 us(delta.current_us),
                 pct(delta.delta_pct),
@@ -201,7 +225,7 @@ def unsettled_lines(comparisons: Sequence[Comparison]) -> list[str]:
             why = delta.note or "over threshold but inside the noise"
             shown = "; ".join(p for p in (why, evidence(delta) if not delta.note else "") if p)
             lines.append(
-                f"not settled: {comparison.benchmark} {delta.name} {delta.verdict.value} "
+                f"not settled: {comparison.benchmark} {delta.figure} {delta.verdict.value} "
                 f"({pct(delta.delta_pct)}): {shown}"
             )
     return lines

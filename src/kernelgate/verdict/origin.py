@@ -6,11 +6,10 @@ hosts (docs/sensitivity.md) with one extra elementwise kernel in model.6, later 
 replays alike (the new tensor moves every later allocation). Naming model.9 for a change in model.6
 sends the reviewer to the wrong place. The signals, strongest first:
 
-1. **A steady kernel-set change in the layer**: a kernel that every process of one side launches a
-   whole number of times per iteration and no process of the other side launches at all (an added
-   ``.add``, nearest -> bilinear, cuDNN off). cuDNN's per-process algorithm choice differs between
-   processes, so it shows as a fraction of a launch per iteration after the rounds are combined
-   (:func:`kernelgate.measure.results.combine`), not as a steady change. Each such layer that got
+1. **A structural change in the layer** (:mod:`kernelgate.verdict.structure`): a kernel that every
+   process of one side launches a whole number of times per forward and the other side does not,
+   or launches as often with another grid (an added ``.add``, nearest -> bilinear, cuDNN off). The
+   convolution and GEMM engines' own algorithm choices do not count. Each such layer that got
    slower is an origin, even under its own threshold: it is named only when the configuration
    fails anyway (some layer regressed).
 2. Without one: **the first regressed layer in execution order**. A layer cannot move what ran
@@ -26,10 +25,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from kernelgate.measure.results import Measurement
-
 FIRST_REGRESSED = "the first regressed layer in the forward (a change moves later layers only)"
-WHOLE = 0.01  # launches per iteration closer than this to a whole number count as steady
 
 
 @dataclass(frozen=True)
@@ -54,25 +50,6 @@ class Origin:
         if layer in self.shifted:
             return f"after {self.first} in the forward: may be shifted by it (added work moves later layers)"
         return ""
-
-
-def _steady(calls: float) -> bool:
-    return calls >= 1 - WHOLE and abs(calls - round(calls)) < WHOLE
-
-
-def kernel_set_changes(base: Measurement, current: Measurement) -> dict[str, str]:
-    """Layer -> what changed in its kernel set, steadily: kernels launched a whole number of times per
-    iteration on one side and not at all on the other."""
-    before = {k.key: k for k in base.kernels}
-    after = {k.key: k for k in current.kernels}
-    found: dict[str, list[str]] = {}
-    for key, k in after.items():
-        if key not in before and _steady(k.calls):
-            found.setdefault(k.layer, []).append(f"new {k.name[:60]}, {round(k.calls)} a forward")
-    for key, k in before.items():
-        if key not in after and _steady(k.calls):
-            found.setdefault(k.layer, []).append(f"gone {k.name[:60]}, {round(k.calls)} a forward")
-    return {layer: "; ".join(items) for layer, items in found.items()}
 
 
 def find(moves: Sequence[Move], structural: Mapping[str, str]) -> Origin | None:

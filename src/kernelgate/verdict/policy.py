@@ -53,12 +53,12 @@ class Case:
         hard = figures or hard
         doubts = [d for d in comparison.deltas if d.verdict is Verdict.INCONCLUSIVE]
         if hard:
-            names = ", ".join(f"{d.name} {d.verdict.value}" for d in hard[:5])
+            names = ", ".join(f"{d.figure} {d.verdict.value}" for d in hard[:5])
             more = f" and {len(hard) - 5} more" if len(hard) > 5 else ""
             return cls(comparison.benchmark, Status.REGRESSION, names + more, record_command(target))
         if doubts:
             reasons = sorted({d.note for d in doubts if d.note}) or ["not settled"]
-            names = ", ".join(d.name for d in doubts[:5])
+            names = ", ".join(d.figure for d in doubts[:5])
             return cls(comparison.benchmark, Status.INCONCLUSIVE, f"{names}: {'; '.join(reasons)}")
         return cls(comparison.benchmark, Status.PASS)
 

@@ -73,12 +73,14 @@ def _settled(delta: Delta, noise_us: float | None) -> bool:
 
 
 def process_noise(base: Measurement, head: Measurement) -> dict[tuple[Scope, str], float]:
-    """Per total and layer, the standard error (µs) of the difference of the two sides' means of
-    their process medians: how far the A/B's move may be off, given how much processes differ."""
-    pairs = [((Scope.TOTAL, "total"), base.total, head.total)]
-    head_layers = {lay.name: lay.time for lay in head.layers}
-    pairs += [((Scope.LAYER, lay.name), lay.time, head_layers[lay.name]) for lay in base.layers
-              if lay.name in head_layers]  # fmt: skip
+    """Per total, layer, host side of a layer and latency, the standard error (µs) of the difference
+    of the two sides' means of their process medians: how far the A/B's move may be off, given how
+    much processes differ."""
+    pairs = [((Scope.TOTAL, "total"), base.total, head.total), ((Scope.WALL, "wall"), base.wall, head.wall)]
+    for scope, b_layers, h_layers in ((Scope.LAYER, base.layers, head.layers),
+                                      (Scope.HOST, base.host_layers, head.host_layers)):  # fmt: skip
+        found = {lay.name: lay.time for lay in h_layers}
+        pairs += [((scope, lay.name), lay.time, found[lay.name]) for lay in b_layers if lay.name in found]
     return {key: _standard_error(b.round_medians, h.round_medians) for key, b, h in pairs}
 
 
@@ -88,10 +90,14 @@ def _standard_error(base: Sequence[float], head: Sequence[float]) -> float:
     return math.sqrt(statistics.variance(base) / len(base) + statistics.variance(head) / len(head))
 
 
+JUDGED = (Scope.TOTAL, Scope.LAYER, Scope.PHASE, Scope.HOST, Scope.WALL)
+
+
 def judged(ab: Comparison) -> tuple[Delta, ...]:
-    """The deltas the decision rests on: the total, the layers and cold-start phases (kernels are
-    shown, not gated here: cuDNN picks other algorithms in other processes)."""
-    return tuple(d for d in ab.deltas if d.scope in (Scope.TOTAL, Scope.LAYER, Scope.PHASE))
+    """The deltas the decision rests on: the total, the layers, their host side, the latency and
+    cold-start phases (kernels are shown, not gated here: cuDNN picks other algorithms in other
+    processes)."""
+    return tuple(d for d in ab.deltas if d.scope in JUDGED)
 
 
 def runner_offset(screen_baseline: Measurement, head: Measurement, config: GateConfig) -> float | None:
@@ -209,7 +215,7 @@ def _names(deltas: Sequence[Delta]) -> str:
         )
 
     return ", ".join(
-        d.name + ("" if d.delta_pct is None else f" {d.delta_pct:+.1f} %") + role(d) for d in deltas
+        d.figure + ("" if d.delta_pct is None else f" {d.delta_pct:+.1f} %") + role(d) for d in deltas
     )
 
 
@@ -237,6 +243,13 @@ def merged(screen: Comparison, decision: Decision) -> Comparison:
         elif pair is not None and pair.verdict is Verdict.REGRESSED and d.scope is not Scope.KERNEL:
             d = replace(d, verdict=Verdict.REGRESSED, note=_ab_note(pair, decision))
         deltas.append(d)
+    # what only the A/B measured (a baseline recorded before the host side was) and found regressed
+    shown = {(d.scope, d.name) for d in screen.deltas}
+    deltas += [
+        replace(d, confirm_us=d.current_us, confirm_base_us=d.baseline_us, note=_ab_note(d, decision))
+        for key, d in ab.items()
+        if key not in shown and d.scope is not Scope.KERNEL and d.verdict is Verdict.REGRESSED
+    ]
     notes = (*screen.notes, f"same-host A/B ({decision.rounds} round(s) per side): {decision.outcome.value}: "
              f"{decision.reason}")  # fmt: skip
     origins = decision.ab.origins if decision.ab else ()

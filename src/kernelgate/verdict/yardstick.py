@@ -86,7 +86,20 @@ def pair_problems(
         listed = "; ".join(str(d) for d in found[:3]) + (f"; {len(found) - 3} more" if len(found) > 3 else "")
         problems.append(f"the baseline's rounds disagree beyond what noise explains ({listed})")
     problems += plausibility(b, current)
+    problems += thread_mismatch(b, current)
     return problems
+
+
+def thread_mismatch(base: Measurement, current: Measurement) -> list[str]:
+    """On a CPU every op is host work on torch's intra-op threads: another count is another machine
+    (:mod:`kernelgate.machine.threads`). On a GPU it is an environment change the message names."""
+    before, now = base.environment.get("torch_threads"), current.environment.get("torch_threads")
+    if not current.arch.startswith("cpu-") or not before or not now or before == now:
+        return []
+    return [
+        f"on a CPU the ops run on torch's intra-op threads: the baseline ran with {before}, this run with "
+        f"{now} (set threads = {before} in [tool.kernelgate] to measure as the baseline did)"
+    ]
 
 
 def refusal(benchmark: str, where: str, problems: list[str], target: str) -> str:

@@ -8,22 +8,21 @@ from __future__ import annotations
 import enum
 import shlex
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from fnmatch import fnmatchcase
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 # the commands that messages print (re-exported: every module takes them from here)
 from kernelgate.commands import TESTS as TESTS
 from kernelgate.commands import node_target as node_target
 from kernelgate.commands import record_command as record_command
-
-_Choice = TypeVar("_Choice", bound=enum.Enum)
-
-
-class ConfigError(ValueError):
-    """A configuration value is wrong; the message names the value and the fix."""
+from kernelgate.config.values import ConfigError as ConfigError
+from kernelgate.config.values import parse_choice as parse_choice
+from kernelgate.config.values import parse_floor as parse_floor
+from kernelgate.config.values import parse_fraction as parse_fraction
+from kernelgate.config.values import parse_ms as parse_ms
 
 
 class Scope(enum.Enum):
@@ -31,6 +30,8 @@ class Scope(enum.Enum):
     LAYER = "layer"
     KERNEL = "kernel"
     PHASE = "phase"  # a phase of a cold start (kernelgate.coldstart.phases); own thresholds, see GateConfig
+    HOST = "host"  # a layer's time on the host (kernelgate.measure.hosttime); own thresholds
+    WALL = "wall"  # the end-to-end latency of a step (pytest-benchmark's rounds); own thresholds
 
 
 class MissingBaseline(enum.Enum):
@@ -121,6 +122,17 @@ class GateConfig:
     on_nothing_compared: Policy = Policy.FAIL
     coldstart_threshold: float = 0.25
     coldstart_floor_ms: float = 250.0
+    # the host side (issue: what the user waits for in a launch-bound forward is mostly host time): a
+    # layer's host time, the end-to-end latency of a step, and whether a new wait for the device in a
+    # layer (a synchronisation, a device-to-host copy) fails by itself
+    host_layer_threshold: float = 0.25
+    host_floor_us: float = 20.0
+    wall_threshold: float = 0.03
+    wall_floor_us: float = 20.0
+    fail_on_sync: bool = True
+    # torch's intra-op threads for every benchmark (kernelgate.machine.threads); None: from the run's
+    # OMP_NUM_THREADS, else the CPUs the process may use, never from whatever a library set on import
+    threads: int | None = None
     # the same-host judge (kernelgate.verdict.samehost): what a suspect is measured against, how many
     # processes per side at least and at most, and whether a doubt fails the run (it does: a doubt
     # shown green is a regression let through; "warn" reports it and exits 0)
@@ -156,8 +168,14 @@ class GateConfig:
                 Scope.TOTAL: self.total_threshold,
                 Scope.LAYER: self.host_threshold if name in HOST_COUPLED else self.layer_threshold,
                 Scope.KERNEL: self.kernel_threshold,
+                Scope.HOST: self.host_layer_threshold,
+                Scope.WALL: self.wall_threshold,
             }[scope]
-            floor = self.kernel_floor_us if scope is Scope.KERNEL else self.floor_us
+            floor = {Scope.KERNEL: self.kernel_floor_us, Scope.HOST: self.host_floor_us,
+                     Scope.WALL: self.wall_floor_us}.get(scope, self.floor_us)  # fmt: skip
+            if scope in (Scope.HOST, Scope.WALL):  # never tighter than the device side: noisier
+                device = self.layer_threshold if scope is Scope.HOST else self.total_threshold
+                rel, floor = max(rel, device), max(floor, self.floor_us)
         for rule in self.rules:
             if scope is Scope.PHASE and rule.scope != Scope.PHASE.value:
                 continue
@@ -165,45 +183,6 @@ class GateConfig:
                 rel = rule.threshold if rule.threshold is not None else rel
                 floor = rule.floor_us if rule.floor_us is not None else floor
         return Threshold(rel=rel * self._scale, floor_us=floor)
-
-
-def parse_fraction(value: object, what: str) -> float:
-    """``"10%"`` -> 0.10; ``0.1`` -> 0.10. A bare number above 1 is refused as ambiguous."""
-    text = str(value).strip()
-    percent = text.endswith("%")
-    try:
-        number = float(text[:-1] if percent else text)
-    except ValueError as exc:
-        raise ConfigError(f"{what} = {value!r} is not a percentage; write e.g. '10%' or 0.10.") from exc
-    if not percent and number > 1.0:
-        raise ConfigError(
-            f"{what} = {value!r} is ambiguous: write it as a percentage ('{text}%') "
-            f"or as a fraction ({number / 100:g})."
-        )
-    result = number / 100.0 if percent else number
-    if not 0.0 < result < float("inf"):
-        raise ConfigError(f"{what} = {value!r} must be a finite number above 0 (e.g. '10%').")
-    return result
-
-
-def parse_floor(value: object, what: str) -> float:
-    try:
-        result = float(str(value).strip().removesuffix("us").removesuffix("µs"))
-    except ValueError as exc:
-        raise ConfigError(f"{what} = {value!r} is not a number of microseconds; write e.g. 5.0.") from exc
-    if not 0.0 <= result < float("inf"):
-        raise ConfigError(f"{what} = {value!r} must be a finite number of microseconds, 0 or more.")
-    return result
-
-
-def parse_ms(value: object, what: str) -> float:
-    try:
-        result = float(str(value).strip().removesuffix("ms"))
-    except ValueError as exc:
-        raise ConfigError(f"{what} = {value!r} is not a number of milliseconds; write e.g. 250.0.") from exc
-    if not 0.0 <= result < float("inf"):
-        raise ConfigError(f"{what} = {value!r} must be a finite number of milliseconds, 0 or more.")
-    return result
 
 
 def parse_rule(raw: Mapping[str, Any], where: str) -> Rule:
@@ -219,7 +198,8 @@ def parse_rule(raw: Mapping[str, Any], where: str) -> Rule:
     scope = str(raw.get("scope", "*"))
     if scope != "*" and scope not in {s.value for s in Scope}:
         raise ConfigError(
-            f"{where}: scope = {scope!r}; use 'total', 'layer', 'kernel', 'phase' (cold start) or '*'."
+            f"{where}: scope = {scope!r}; use 'total', 'layer', 'kernel', 'host', 'wall', "
+            "'phase' (cold start) or '*'."
         )
     return Rule(
         arch=str(raw.get("arch", "*")),
@@ -250,9 +230,20 @@ _SIMPLE_KEYS = {
     "baseline_dir", "missing_baseline", "fail_on_new", "fail_on_missing", "alpha", "confirm", "on_unreliable",
     "on_nothing_compared", "on_inconclusive", "base", "confirm_min_rounds", "confirm_max_rounds", "screen",
     "round_tolerance", "rules", "coldstart_threshold", "coldstart_floor_ms", "side_envs", "env_install",
-    "dependency_files",
+    "dependency_files", "host_layer_threshold", "host_floor_us", "wall_threshold", "wall_floor_us",
+    "fail_on_sync", "threads",
     "matrix",  # read by kernelgate.models.matrix
 }  # fmt: skip
+
+
+_FRACTIONS = ("layer_threshold", "host_threshold", "kernel_threshold", "total_threshold",
+              "coldstart_threshold", "round_tolerance", "host_layer_threshold", "wall_threshold")  # fmt: skip
+_FLOORS = ("floor_us", "kernel_floor_us", "host_floor_us", "wall_floor_us")
+_VALUE_PARSERS: dict[str, Callable[[object, str], float]] = {
+    **dict.fromkeys(_FRACTIONS, parse_fraction),
+    **dict.fromkeys(_FLOORS, parse_floor),
+    "coldstart_floor_ms": parse_ms,
+}
 
 
 def from_table(table: Mapping[str, Any], where: str, root: Path) -> GateConfig:
@@ -260,22 +251,9 @@ def from_table(table: Mapping[str, Any], where: str, root: Path) -> GateConfig:
     if unknown:
         raise ConfigError(f"{where}: unknown key(s) {unknown}; known keys are {sorted(_SIMPLE_KEYS)}.")
     cfg = GateConfig(baseline_dir=root / "baselines")
-    updates: dict[str, Any] = {}
-    for key in (
-        "layer_threshold",
-        "host_threshold",
-        "kernel_threshold",
-        "total_threshold",
-        "coldstart_threshold",
-        "round_tolerance",
-    ):
-        if key in table:
-            updates[key] = parse_fraction(table[key], f"{where}.{key}")
-    if "coldstart_floor_ms" in table:
-        updates["coldstart_floor_ms"] = parse_ms(table["coldstart_floor_ms"], f"{where}.coldstart_floor_ms")
-    for key in ("floor_us", "kernel_floor_us"):
-        if key in table:
-            updates[key] = parse_floor(table[key], f"{where}.{key}")
+    updates: dict[str, Any] = {
+        key: parse(table[key], f"{where}.{key}") for key, parse in _VALUE_PARSERS.items() if key in table
+    }
     if "baseline_dir" in table:
         if not isinstance(table["baseline_dir"], str) or not table["baseline_dir"].strip():
             raise ConfigError(f"{where}.baseline_dir = {table['baseline_dir']!r} must be a folder path.")
@@ -315,7 +293,12 @@ def from_table(table: Mapping[str, Any], where: str, root: Path) -> GateConfig:
                     "one per side cannot tell a process-level shift from a change)."
                 )
             updates[key] = value
-    for key in ("fail_on_new", "fail_on_missing", "confirm"):
+    if "threads" in table:
+        value = table["threads"]
+        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+            raise ConfigError(f"{where}.threads = {value!r} must be a whole number of threads, 1 or more.")
+        updates["threads"] = value
+    for key in ("fail_on_new", "fail_on_missing", "confirm", "fail_on_sync"):
         if key in table:
             if not isinstance(table[key], bool):
                 raise ConfigError(f"{where}.{key} = {table[key]!r} must be true or false.")
@@ -332,15 +315,6 @@ def from_table(table: Mapping[str, Any], where: str, root: Path) -> GateConfig:
             f"{done.confirm_max_rounds}."
         )
     return done
-
-
-def parse_choice(kind: type[_Choice], value: object, what: str) -> _Choice:
-    """The member of the enum ``kind`` whose value is ``value``, or a ConfigError listing the values."""
-    try:
-        return kind(value)
-    except ValueError as exc:
-        *most, last = [repr(member.value) for member in kind]
-        raise ConfigError(f"{what} = {value!r}; use {', '.join(most)} or {last}.") from exc
 
 
 def parse_install(table: Mapping[str, Any], where: str) -> dict[str, Any]:

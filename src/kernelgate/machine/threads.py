@@ -1,0 +1,47 @@
+"""The number of intra-op threads torch runs a benchmark with: chosen once, set explicitly.
+
+Left alone, it depends on import order: ``import ultralytics`` sets ``OMP_NUM_THREADS=1`` when it is
+unset (ultralytics/__init__.py, for training), and OpenMP reads the variable when torch loads it.
+Imported before torch, ultralytics gives every CPU op one thread; imported after, it changes nothing.
+So kernelgate takes the count once, when the run is configured (after the conftest files, before any
+model is built: kernelgate imports ultralytics only then), and sets it with ``torch.set_num_threads``
+before every benchmark:
+
+1. ``threads`` in ``[tool.kernelgate]`` (e.g. ``threads = 1`` to measure as a deployment that imports
+   ultralytics first does);
+2. else ``OMP_NUM_THREADS`` as the run is configured (the job's environment, or what its conftest set:
+   the code under test);
+3. else a pytest-xdist worker's share of the CPUs (:mod:`kernelgate.plugin.workers`);
+4. else the CPUs this process may run on.
+
+The count is recorded with every measurement (``torch_threads``); a baseline recorded with another
+count is an environment change the failure message names, and on a CPU, where every op is host work,
+a reason not to compare at all (:mod:`kernelgate.verdict.yardstick`).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+
+from kernelgate.machine.pinning import SHARE_VAR, parse_cpu_list
+
+VARIABLE = "OMP_NUM_THREADS"
+
+
+def _positive(text: str | None) -> int | None:
+    return int(text) if text is not None and text.strip().isdigit() and int(text) > 0 else None
+
+
+def choose(configured: int | None, at_start: str | None, environ: Mapping[str, str]) -> tuple[int, str]:
+    """The thread count and where it came from; ``at_start``: OMP_NUM_THREADS when the run was
+    configured, ``environ``: the environment now."""
+    if configured:
+        return configured, "threads in [tool.kernelgate]"
+    started = _positive(at_start)
+    if started:
+        return started, f"{VARIABLE} when the run was configured"
+    share = environ.get(SHARE_VAR)
+    if share:
+        return len(parse_cpu_list(share)), "this pytest-xdist worker's share of the CPUs"
+    return len(os.sched_getaffinity(0)), "the CPUs this process may run on"

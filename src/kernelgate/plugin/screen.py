@@ -1,0 +1,133 @@
+"""The screen of one benchmark against its stored baseline: pass, fail, or suspect for the judge.
+
+The stored baseline may come from another host of the same GPU, whose timings differ by a few % per
+layer and tens of % on the host side. So, with the same-host judge on (``confirm``), a benchmark is a
+*suspect* when what its forward launches changed (:mod:`kernelgate.verdict.structure`, at any size)
+or when it fails at a fraction of its thresholds (``screen``), the host side relative to this
+runner's speed (:mod:`kernelgate.verdict.hostspeed`); the judge decides suspects at the session's end.
+Without the judge (``--kernelgate-no-confirm``) the comparison with the baseline is the verdict.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import warnings
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pytest
+
+from kernelgate.baseline import store as baseline
+from kernelgate.baseline.names import shown
+from kernelgate.config import MissingBaseline, record_command
+from kernelgate.machine import envdiff, identity
+from kernelgate.measure import results as measure
+from kernelgate.models.layers import Layers
+from kernelgate.plugin.session import MissingBaselineWarning, State
+from kernelgate.report.terminal import failure_message
+from kernelgate.verdict import hostspeed, structure, yardstick
+from kernelgate.verdict.compare import Comparison, compare
+
+if TYPE_CHECKING:
+    from kernelgate.plugin.fixture import KernelGate
+
+
+def gate(kg: KernelGate, result: measure.Measurement, layers: Layers) -> Comparison | None:
+    """Compare ``result`` with its baseline: fail the test, pass it, or hand it to the judge."""
+    found = baseline_entry(kg, result)
+    if found is None:
+        return None
+    entry, path = found
+    check_entry(entry, result, kg.state, shown(path), kg.target)
+    cfg = kg.state.config
+    comparison = compare(entry.measurement, result, cfg)
+    # what the forward launches does not depend on the host: a change there is a suspect at any size
+    built = structure.changes(entry.measurement, result)
+    if built:
+        note = f"what the forward launches changed since the baseline: {structure.summary(built)}"
+        comparison = dataclasses.replace(comparison, notes=(*comparison.notes, note))
+    suspect = comparison.failed
+    if cfg.confirm:  # suspect at a fraction of the thresholds, the host side relative to this runner
+        speed = hostspeed.factor(entry.measurement, result)
+        here = hostspeed.scaled(entry.measurement, speed)
+        suspect = bool(built) or compare(here, result, cfg.screening()).failed
+        if not suspect:
+            comparison = hostspeed.relative(comparison, compare(here, result, cfg), speed)
+    if suspect and cfg.confirm:
+        # a suspect: base and head on this runner decide at the end of the session
+        from kernelgate.plugin.samehost import KERNEL, Suspect
+
+        kg.state.add_suspect(Suspect(kg.node.nodeid, KERNEL, comparison, entry.measurement.to_json()))
+        return comparison
+    kg.state.add_comparison(comparison)
+    if comparison.failed:
+        changes = envdiff.changes(entry.measurement.environment, result.environment)
+        text = failure_message(comparison, dict(layers.types), shown(path), changes, target=kg.target)
+        pytest.fail(text, pytrace=False)
+    return comparison
+
+
+def baseline_entry(kg: KernelGate, result: measure.Measurement) -> tuple[baseline.Entry, Path] | None:
+    """This benchmark's baseline for this GPU, or None once a missing baseline failed or warned.
+
+    A baseline of another GPU (another product of the same architecture, or the same key with
+    other memory, max clock or power limit: :func:`envdiff.gpu_differences`) is refused
+    unless ``--kernelgate-allow-other-gpu``.
+    """
+    base_dir, allow = kg.state.config.baseline_dir, kg.state.options.allow_other_gpu
+    path = baseline.path_for(base_dir, result.arch)
+    recorded = [] if path.exists() else baseline.recorded_keys(base_dir)
+    others = identity.same_architecture(result.arch, recorded) if recorded else []
+    if others and allow:
+        path = baseline.path_for(base_dir, others[0])
+    try:
+        # the folder names the architecture: this one, or another with --kernelgate-allow-other-gpu
+        entries = kg.state.baseline_entries(path, path.parent.name)
+    except baseline.BaselineError as exc:
+        pytest.fail(f"kernelgate: {exc}", pytrace=False)
+    entry = entries.get(kg.benchmark.fullname)
+    if entry is None:
+        _no_baseline(kg, result, path, others)
+        return None
+    differences = envdiff.gpu_differences(entry.measurement.environment, result.environment)
+    if differences and not allow:
+        text = envdiff.other_gpu_message(result.benchmark, shown(path), differences, kg.target)
+        pytest.fail(text, pytrace=False)
+    if differences or path.parent.name != result.arch:
+        listed = "; ".join(str(d) for d in differences) or f"{path.parent.name} for {result.arch}"
+        kg.state.note(
+            f"{result.benchmark}: compared with another GPU's baseline ({listed}), "
+            f"as {envdiff.OTHER_GPU_OPTION} asked"
+        )
+    return entry, path
+
+
+def _no_baseline(
+    kg: KernelGate, result: measure.Measurement, path: Path, others: list[str] | None = None
+) -> None:
+    kg.state.add_missing(result.benchmark)
+    message = (
+        f"kernelgate: no baseline for {result.benchmark!r} on {result.arch} "
+        f"(looked in {shown(path)}). Record one on this machine: "
+        f"{record_command(kg.target)} and commit {shown(path.parent)}/."
+    )
+    if others:
+        message += (
+            f" Baselines of other GPUs of the same architecture exist ({', '.join(others)}); a "
+            "timing of one GPU does not hold for another, so they are not used unless "
+            f"{envdiff.OTHER_GPU_OPTION} is given."
+        )
+    if kg.state.config.missing_baseline is MissingBaseline.FAIL:
+        pytest.fail(message, pytrace=False)
+    warnings.warn(message, MissingBaselineWarning, stacklevel=2)
+
+
+def check_entry(
+    entry: baseline.Entry, result: measure.Measurement, state: State, path: str, target: str
+) -> None:
+    """A baseline entry that is no yardstick for ``result`` (:func:`yardstick.pair_problems`:
+    unreliable, edited by hand, rounds that disagree, implausible numbers) fails the benchmark,
+    naming the entry, the numbers and the fix."""
+    problems = yardstick.pair_problems(entry, result, state.config, other_gpu=state.options.allow_other_gpu)
+    if problems:
+        pytest.fail(yardstick.refusal(result.benchmark, path, problems, target), pytrace=False)

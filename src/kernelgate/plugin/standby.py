@@ -1,0 +1,110 @@
+"""A same-host round's child started ahead of its turn, so that its start-up overlaps the round before.
+
+Each round of the judge (:mod:`kernelgate.plugin.samehost`) is a fresh pytest process per side. Its
+start-up needs no GPU (Python, pytest and its plugins, collection, ``import torch`` and ultralytics:
+about 9 s of a 20 s child measuring yolov8n fp16 on an H100 host, 2026-11-25), so the judge starts
+the next child while the current one measures. The child collects the suspects it may be asked
+for, imports what the measurement needs, and waits
+before its first test for the go file (``--kernelgate-standby=PATH``): the node ids to run now
+(those still undecided) or none. Nothing touches the GPU before the go, so the child measuring
+meanwhile has the GPU to itself.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import json
+import os
+import subprocess
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO
+
+import pytest
+
+GO = "go.json"
+POLL_S = 0.01
+WAIT_S = 7200.0  # a parent gone for two hours: the child gives up and runs nothing
+PREWARM = ("torch", "ultralytics.nn.tasks")
+
+
+def prewarm() -> None:
+    """Import the heavy, GPU-free modules the benchmarks will import anyway."""
+    for name in PREWARM:
+        if importlib.util.find_spec(name.partition(".")[0]) is None:
+            continue
+        try:
+            importlib.import_module(name)
+        except Exception:  # the test that needs it reports the failure itself
+            continue
+
+
+def wait(go: Path, limit_s: float = WAIT_S) -> list[str]:
+    """Block until the parent writes ``go``; the node ids to run (none if it never comes)."""
+    deadline = time.monotonic() + limit_s
+    while not go.exists():
+        if time.monotonic() > deadline:
+            return []
+        time.sleep(POLL_S)
+    data = json.loads(go.read_text(encoding="utf-8"))
+    return [str(n) for n in data.get("run", [])]
+
+
+def release(go: Path, nodeids: Sequence[str]) -> None:
+    """The parent's side: let the child at ``go`` run ``nodeids`` (written atomically)."""
+    tmp = go.with_name(go.name + ".tmp")
+    tmp.write_text(json.dumps({"run": list(nodeids)}), encoding="utf-8")
+    os.replace(tmp, go)
+
+
+def select(config: pytest.Config, items: list[pytest.Item], go: Path) -> None:
+    """Wait for the go, then keep the items it names (the others are deselected)."""
+    prewarm()
+    chosen = set(wait(go))
+    keep = [i for i in items if i.nodeid in chosen]
+    dropped = [i for i in items if i.nodeid not in chosen]
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+    items[:] = keep
+
+
+@dataclass
+class Child:
+    """One side's pytest process of one round of the judge."""
+
+    name: str  # the side: base or head
+    out: Path  # its records, its log, its go file
+    proc: subprocess.Popen[bytes]
+    log: IO[str]
+
+    @property
+    def go(self) -> Path:
+        return self.out / GO
+
+
+def start(name: str, command: Sequence[str], cwd: Path, env: Mapping[str, str], out: Path) -> Child:
+    """Start a child (``command`` carries ``--kernelgate-standby=out/go.json``); its output goes to
+    ``out/child.log``."""
+    out.mkdir(parents=True, exist_ok=True)
+    log = (out / "child.log").open("w", encoding="utf-8")
+    proc = subprocess.Popen(list(command), cwd=cwd, env=dict(env), stdout=log, stderr=subprocess.STDOUT)
+    return Child(name, out, proc, log)
+
+
+def finish(child: Child, timeout_s: float) -> str | None:
+    """Wait for ``child``; why it measured nothing, if it failed as a whole."""
+    try:
+        code = child.proc.wait(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        child.proc.kill()
+        child.proc.wait()
+        return f"the {child.name} process did not finish in {timeout_s:.0f} s (killed)"
+    finally:
+        child.log.close()
+    if code not in (0, 1):  # 1: a benchmark failed in the child; its record says what
+        lines = (child.out / "child.log").read_text("utf-8", errors="replace").strip().splitlines()
+        return f"the {child.name} process exited {code}: {' | '.join(lines[-4:])}"
+    return None

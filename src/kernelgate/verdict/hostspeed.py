@@ -1,0 +1,76 @@
+"""The screen's view of the host side on a runner that is not the baseline's host.
+
+Host times follow the runner's CPU: on other H200 hosts than the baseline's, CPU-side preprocessing
+of the same code moved +7 … +14 % and ``import torch`` +35 … +82 %. Against a baseline of another
+host, the host side of every layer would look slower (or faster) by the runner's speed. So the
+screen, which only decides what the same-host judge measures, compares the host side relative to
+this runner: the baseline's host times and latency scaled by the runner's factor, the median ratio
+of the layers' host times (current / baseline). A layer whose host time moved against the others (a
+``time.sleep``, a new Python path) stands out; what moved all layers alike is this runner's speed.
+
+What this cannot see across hosts: a change that slows the host side of every layer alike. The
+latency of the whole step on this runner against the baseline's (the factor itself) is shown beside
+the verdict, and the judge compares base and head on this runner when anything else is suspected.
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import replace
+
+from kernelgate.config import HOST_COUPLED, Scope
+from kernelgate.measure.results import Dist, LayerStat, Measurement
+from kernelgate.verdict.delta import Comparison, Verdict
+
+MIN_LAYERS = 3  # fewer layers with a host time than this: no factor (a CUDA-graph replay has none)
+MIN_HOST_US = 5.0  # layers shorter than this on the baseline's host do not vote
+
+
+def factor(base: Measurement, current: Measurement) -> float | None:
+    """This runner's host speed against the baseline's host (> 1: slower), or None."""
+    before = {lay.name: lay.time.median for lay in base.host_layers}
+    ratios = [
+        lay.time.median / before[lay.name]
+        for lay in current.host_layers
+        if lay.name not in HOST_COUPLED and before.get(lay.name, 0.0) >= MIN_HOST_US
+    ]
+    return statistics.median(ratios) if len(ratios) >= MIN_LAYERS else None
+
+
+def _scaled(dist: Dist, by: float) -> Dist:
+    return Dist(tuple(v * by for v in dist.samples), dist.rounds)
+
+
+def scaled(base: Measurement, by: float | None) -> Measurement:
+    """``base`` with its host side (layers' host times and the latency) as this runner would have it;
+    without a factor (a CUDA-graph replay, a baseline without host times), without a host side: it
+    cannot be screened against another host's numbers."""
+    if by is None:
+        return replace(base, host_layers=(), wall=Dist(()))
+    host = tuple(LayerStat(lay.name, lay.type, _scaled(lay.time, by)) for lay in base.host_layers)
+    return replace(base, host_layers=host, wall=_scaled(base.wall, by))
+
+
+def relative(shown: Comparison, screened: Comparison, by: float | None) -> Comparison:
+    """``shown`` (against the baseline as recorded) with each host-side failure that the comparison
+    relative to this runner (``screened``) does not fail marked unchanged, with the runner's factor."""
+    fine = {(d.scope, d.name) for d in screened.deltas if d.verdict not in screened.fail_on}
+    deltas = []
+    for d in shown.deltas:
+        judged_here = (d.scope, d.name) in fine or by is None
+        if d.scope in (Scope.HOST, Scope.WALL) and d.verdict in shown.fail_on and judged_here:
+            d = replace(d, verdict=Verdict.UNCHANGED, note=note(by))
+        deltas.append(d)
+    return replace(shown, deltas=tuple(deltas))
+
+
+def note(by: float | None) -> str:
+    if by is None:
+        return (
+            "not screened against another host's numbers: too few layers timed on the host to tell this "
+            "runner's speed (the same-host judge measures it when anything else is suspected)"
+        )
+    return (
+        f"this runner's host side is {by:.2f}x the baseline host's (the layers' median); relative to "
+        "that it did not move"
+    )

@@ -1,0 +1,145 @@
+"""What a forward launches, module by module, and whether that changed: host-independent evidence.
+
+Timings move between hosts of one GPU model (a few % per layer, tens of % on host-coupled work), so
+a small slowdown can hide in the screen against a baseline another host recorded. What a forward
+*launches* does not move between hosts: which kernels each module runs, how often per forward and
+with which grid. A change there (an added ``.add``, nearest -> bilinear upsampling, cuDNN switched
+off, SiLU unfused; on the host side a new synchronisation or device-to-host copy in a layer:
+:mod:`kernelgate.measure.hosttime`) is a structural change, seen on any runner, however small its time.
+
+One exception is not structural: the convolution and matrix-multiply engines (cuDNN, cuBLAS(Lt),
+CUTLASS, nvjet, ...) pick their algorithm per process and per GPU, and an algorithm may bring its
+own layout transforms or split-K reduction (one kernel or three). Within a module these *engine*
+kernels count as one opaque group: present or not. Measured on the committed baselines
+(2026-11-25): the H100's and the H200's quick sets launch different nvjet kernels in 42 modules of
+yolo11n fp16, and the same signatures by this rule.
+
+A kernel whose launches per forward are not a whole number (the rounds of a baseline disagree) is
+not steady, and is left out on both sides. The grids of the pipeline's ``postprocess`` (NMS) follow
+the number of candidate boxes, that is the data: only its kernels and launches count.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from kernelgate.measure import hosttime
+from kernelgate.measure.results import KernelStat, Measurement
+
+# kernels of the convolution and GEMM engines: their choice is per process and per GPU, not per change
+ENGINE = re.compile(
+    r"cudnn|cutlass|xmma|nvjet|cublas|gemm|gemv|implicit_convolve|conv2d_c1_k1|conv_depthwise|"
+    r"splitK|winograd|fft|nchwToNhwc|nhwcToNchw",
+    re.IGNORECASE,
+)
+ENGINE_KERNELS = "conv/GEMM engine kernels"
+WHOLE = 0.01  # launches per forward closer than this to a whole number are steady
+DATA_DEPENDENT_GRIDS = frozenset({"postprocess"})  # layers whose grids follow the data
+
+
+def is_engine(name: str) -> bool:
+    return ENGINE.search(name) is not None
+
+
+def _steady(calls: float) -> bool:
+    return abs(calls - round(calls)) < WHOLE
+
+
+@dataclass(frozen=True)
+class Change:
+    """One structural change of one module, between a base and a current measurement."""
+
+    layer: str
+    module: str
+    what: str  # "new", "gone", "launches", "grid", "engine", "waits" (the host's, in the layer)
+    kernel: str
+    before: str
+    after: str
+
+    def describe(self) -> str:
+        short = self.kernel if len(self.kernel) <= 60 else self.kernel[:59] + "…"
+        if self.what == "new":
+            return f"new {short} in {self.module}, {self.after} a forward"
+        if self.what == "gone":
+            return f"gone {short} from {self.module}, was {self.before} a forward"
+        if self.what == "launches":
+            return f"{short} in {self.module}: {self.before} -> {self.after} launches a forward"
+        if self.what == "grid":
+            return f"{short} in {self.module}: grid {self.before} -> {self.after}"
+        if self.what == "waits":
+            return f"{self.module} on the host: {self.kernel} {self.before} -> {self.after} a forward"
+        return f"{self.module}: {ENGINE_KERNELS} {self.before} -> {self.after}"
+
+
+@dataclass(frozen=True)
+class _Entry:
+    layer: str
+    calls: float
+    grid: str
+
+
+def signature(m: Measurement) -> dict[tuple[str, str], _Entry]:
+    """(module, kernel) -> launches per forward and grid, engine kernels folded into one per module."""
+    out: dict[tuple[str, str], _Entry] = {}
+    for k in m.kernels:
+        if is_engine(k.name):
+            key = (k.module, ENGINE_KERNELS)
+            out[key] = _Entry(k.layer, 1.0, "")
+            continue
+        out[(k.module, k.name)] = _Entry(k.layer, k.calls, _grid(k))
+    return out
+
+
+def _grid(k: KernelStat) -> str:
+    if not k.launch or k.layer in DATA_DEPENDENT_GRIDS:
+        return ""
+    return str(k.launch.get("grid", ""))
+
+
+def changes(base: Measurement, current: Measurement) -> tuple[Change, ...]:
+    """The steady structural changes from ``base`` to ``current``, in the current forward's order."""
+    before, after = signature(base), signature(current)
+    found: list[Change] = []
+    for (module, kernel), now in after.items():
+        was = before.get((module, kernel))
+        if not _steady(now.calls) or (was is not None and not _steady(was.calls)):
+            continue
+        engine = kernel == ENGINE_KERNELS
+        if was is None:
+            what, b, a = ("engine", "absent", "present") if engine else ("new", "", _n(now.calls))
+            found.append(Change(now.layer, module, what, kernel, b, a))
+        elif round(was.calls) != round(now.calls):
+            found.append(Change(now.layer, module, "launches", kernel, _n(was.calls), _n(now.calls)))
+        elif was.grid and now.grid and was.grid != now.grid:
+            found.append(Change(now.layer, module, "grid", kernel, was.grid, now.grid))
+    for (module, kernel), was in before.items():
+        if (module, kernel) in after or not _steady(was.calls) or round(was.calls) == 0:
+            continue
+        engine = kernel == ENGINE_KERNELS
+        what, b, a = ("engine", "present", "absent") if engine else ("gone", _n(was.calls), "")
+        found.append(Change(was.layer, module, what, kernel, b, a))
+    if base.host_layers and current.host_layers:  # records before the host side existed have none
+        for layer, waits in hosttime.sync_changes(base.host_calls, current.host_calls).items():
+            found += [Change(layer, layer, "waits", name, str(b), str(a)) for name, b, a in waits]
+    return tuple(found)
+
+
+def _n(calls: float) -> str:
+    return str(round(calls))
+
+
+def by_layer(found: tuple[Change, ...]) -> Mapping[str, str]:
+    """Layer -> what changed in it (for the origin of a regression and the messages)."""
+    out: dict[str, list[str]] = {}
+    for change in found:
+        out.setdefault(change.layer, []).append(change.describe())
+    return {layer: "; ".join(items) for layer, items in out.items()}
+
+
+def summary(found: tuple[Change, ...], limit: int = 3) -> str:
+    """One line: the first ``limit`` changes and how many more."""
+    shown = [c.describe() for c in found[:limit]]
+    more = len(found) - limit
+    return "; ".join(shown) + (f"; {more} more" if more > 0 else "")

@@ -1,0 +1,70 @@
+"""End to end on the CPU: a layer that waits on the host fails as host-side, naming the layer; the
+same run unchanged passes (fresh pytest processes, a small torch module; no speed is asserted: the
+injected wait is 20 ms against a layer of well under 1 ms)."""
+
+from __future__ import annotations
+
+import pytest
+
+SUITE = """
+import os
+import time
+
+import torch
+from kernelgate.models.layers import Layers
+
+LAYERS = Layers({"0": "Conv2d", "1": "Waits", "2": "Conv2d"})
+
+
+class Waits(torch.nn.Module):
+    def forward(self, x):
+        if os.environ.get("KERNELGATE_TEST_WAIT"):
+            time.sleep(0.02)
+        return torch.relu(x)
+
+
+def net():
+    torch.manual_seed(0)
+    return torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3), Waits(), torch.nn.Conv2d(8, 8, 3)).eval()
+
+
+def test_tiny(kernelgate):
+    kernelgate.module(net(), torch.rand(1, 3, 32, 32), LAYERS, name="tiny")
+"""
+PYPROJECT = """
+[tool.kernelgate]
+layer_threshold = "300%"
+kernel_threshold = "300%"
+total_threshold = "300%"
+floor_us = 2000.0
+kernel_floor_us = 2000.0
+"""
+ARGS = (
+    "-p",
+    "no:cacheprovider",
+    "--kernelgate-device=cpu",
+    "--benchmark-min-rounds=5",
+    "--kernelgate-no-confirm",
+)
+
+
+@pytest.mark.slow
+def test_a_wait_in_one_layer_fails_host_side_and_names_the_layer(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    pytester.makepyprojecttoml(PYPROJECT)
+    pytester.makepyfile(test_suite=SUITE)
+    pytester.runpytest_subprocess(*ARGS, "--kernelgate-save").assert_outcomes(passed=1)
+
+    monkeypatch.setenv("KERNELGATE_TEST_WAIT", "1")
+    slowed = pytester.runpytest_subprocess(*ARGS)
+    slowed.assert_outcomes(failed=1)
+    out = slowed.stdout.str()
+    assert "host-side: the host takes longer" in out, out[-3000:]
+    assert "REGRESSED host time of 1 Waits" in out, out[-3000:]
+    assert "REGRESSED 1 Waits" not in out  # the layer's ops (its device-side time here) did not fail
+    slowed.stdout.fnmatch_lines(["FAILED tiny: regression: host 1 regressed*"])
+
+    monkeypatch.delenv("KERNELGATE_TEST_WAIT")
+    pytester.runpytest_subprocess(*ARGS).assert_outcomes(passed=1)

@@ -1,0 +1,70 @@
+"""A same-host round's child started ahead of its turn waits for its go, then runs only what it names
+(kernelgate.plugin.standby)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from kernelgate.plugin import standby
+
+SUITE = """
+import pathlib
+
+
+def test_one():
+    pathlib.Path("ran-one").write_text("x")
+
+
+def test_two():
+    pathlib.Path("ran-two").write_text("x")
+"""
+
+
+def start(folder: Path, go: Path) -> subprocess.Popen[str]:
+    command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "--kernelgate",
+               "--kernelgate-device=cpu", f"--kernelgate-standby={go}", "test_suite.py"]  # fmt: skip
+    return subprocess.Popen(command, cwd=folder, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+
+def test_a_child_waits_for_its_go_and_runs_only_what_it_names(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_suite=SUITE)
+    go = pytester.path / "go.json"
+    child = start(pytester.path, go)
+    try:
+        time.sleep(8.0)  # long enough to start, collect and import torch on a loaded CI machine
+        assert child.poll() is None, child.communicate()[0]  # still waiting: nothing ran
+        assert not (pytester.path / "ran-one").exists() and not (pytester.path / "ran-two").exists()
+        standby.release(go, ["test_suite.py::test_two"])
+        out, _ = child.communicate(timeout=120)
+    finally:
+        child.kill()
+    assert child.returncode == 0, out
+    assert (pytester.path / "ran-two").exists()
+    assert not (pytester.path / "ran-one").exists()
+    assert "1 passed, 1 deselected" in out
+
+
+def test_a_child_released_with_nothing_runs_nothing(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_suite=SUITE)
+    go = pytester.path / "go.json"
+    standby.release(go, [])
+    child = start(pytester.path, go)
+    out, _ = child.communicate(timeout=120)
+    assert child.returncode == pytest.ExitCode.NO_TESTS_COLLECTED, out
+    assert not list(pytester.path.glob("ran-*"))
+
+
+def test_a_go_that_never_comes_runs_nothing(tmp_path: Path) -> None:
+    assert standby.wait(tmp_path / "never.json", limit_s=0.05) == []
+
+
+def test_the_go_file_is_written_whole(tmp_path: Path) -> None:
+    go = tmp_path / "go.json"
+    standby.release(go, ["a::b", "c::d[x]"])
+    assert standby.wait(go) == ["a::b", "c::d[x]"]
+    assert not list(tmp_path.glob("*.tmp"))
