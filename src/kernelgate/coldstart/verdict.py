@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from rich.table import Table
 
-from kernelgate.coldstart.phases import PHASE_HELP, PHASES, TOTAL, ColdStart
+from kernelgate.coldstart.phases import PHASE_HELP, PHASES, TOTAL, ColdStart, explain
 from kernelgate.coldstart.scenarios import SCENARIOS
 from kernelgate.config import GateConfig, Scope, record_command
 from kernelgate.machine import envdiff, software
@@ -175,10 +175,32 @@ def scenario_failure(
         "  " + delta_line(total).replace(f"{total.verdict.value.upper()} {TOTAL}", "launch to steady state")
     )
     lines.append(f"  JIT cache after a run: {size(base.cache_bytes)} -> {size(current.cache_bytes)}")
+    lines += cache_lines(base, current)
     lines += environment_lines(changes)
     lines.append(f"  baseline: {baseline_path}")
     lines.append(f"  if this change is intended, re-record: {record_command(target)}")
     return "\n".join(lines)
+
+
+def _median_details(record: ColdStart) -> dict[str, float]:
+    names = {k for r in record.ok_runs for k in r.details}
+    return {k: v for k in sorted(names) if (v := record.detail(k)) is not None}
+
+
+def cache_lines(base: ColdStart, current: ColdStart) -> list[str]:
+    """What the compile caches or the driver's JIT did in the baseline's runs and in these (medians),
+    and the compile options where they changed: why a compiling phase got slower."""
+    lines = []
+    if base.spec.compile_options != current.spec.compile_options:
+        lines.append(
+            f"  compile options: {base.spec.compile_options or '(none)'} -> "
+            f"{current.spec.compile_options or '(none)'}"
+        )
+    before, now = explain(_median_details(base)), explain(_median_details(current), steps=3)
+    if before or now:
+        lines.append(f"  caches, baseline: {before or '(not recorded)'}")
+        lines.append(f"  caches, now: {now or '(not recorded)'}")
+    return lines
 
 
 def _describe(record: ColdStart) -> str:
@@ -200,17 +222,20 @@ def summary(comparison: Comparison) -> str:
 
 
 def table(records: Sequence[ColdStart], width: int = 160) -> str:
-    """Median phase times of each scenario, each in its unit (the ``kernelgate coldstart`` command)."""
+    """Median phase times of each scenario, each in its unit (the ``kernelgate coldstart`` command),
+    the phases some record has; below it, what each record's caches did (``explain``)."""
     grid = Table(title="cold start, median time per phase", title_justify="left")
-    for column in ("scenario", *PHASES, TOTAL, "JIT cache", "runs ok"):
+    shown = [name for name in PHASES if any(rec.phase(name) for rec in records)]
+    for column in ("scenario", *shown, TOTAL, "JIT cache", "runs ok"):
         grid.add_column(column, justify="left" if column == "scenario" else "right")
     for rec in records:
-        cells = [duration(d.median) if (d := rec.phase(name)) else "—" for name in PHASES]
+        cells = [duration(d.median) if (d := rec.phase(name)) else "—" for name in shown]
         total = duration(rec.total.median) if rec.ok_runs else "failed"
         grid.add_row(
             rec.scenario, *cells, total, size(rec.cache_bytes), f"{len(rec.ok_runs)}/{len(rec.runs)}"
         )
-    return _render(grid, width)
+    notes = [f"{rec.id}: {words}" for rec in records if (words := explain(_median_details(rec), steps=4))]
+    return _render(grid, width) + "".join(f"{line}\n" for line in notes)
 
 
 def ptx_unavailable(device: str) -> str | None:
