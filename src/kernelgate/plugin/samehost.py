@@ -219,8 +219,8 @@ class Judge:
             start = time.monotonic()
             # base, head, head, base, ...: each side first in every other round. Both processes of a
             # round start together and wait, ready, until nothing else runs: then one measures, then
-            # the other (a start-up beside a measuring process made its host times 30-60 % slower on
-            # an H100, 2026-11-25)
+            # the other (with a start-up beside a measuring process, an A/A run on an H100 failed on
+            # the host side, 2026-11-25: plugin/standby.py)
             ids = [s.nodeid for s in pending]
             children = [self._spawn(side, ids, self.work / f"{side.name}-{r}")
                         for side in ((base, head) if r % 2 == 0 else (head, base))]  # fmt: skip

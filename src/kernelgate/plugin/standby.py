@@ -6,9 +6,9 @@ about 9 s of a 20 s child measuring yolov8n fp16 on an H100 host, 2026-11-25), s
 Each collects the suspects it may be asked for, imports what the measurement needs, says it is ready
 (``ready`` beside the go file) and waits before its first test for the go file
 (``--kernelgate-standby=PATH``): the node ids to run now, or none. The judge lets one go, waits for it,
-then the other: no process starts up, or does anything else, while one measures. (Starting the next
-round's process while one measured made host times 30-60 % slower on the side measured beside more
-start-ups: an A/A run failed on the host side, on an H100, 2026-11-25.)
+then the other: no process starts up, or does anything else, while one measures. (With the next
+round's process started while one measured, an A/A run on an H100 failed on the host side: host
+times +35 … +59 % and the latency +22 … +32 % from base to head of the same code, 2026-11-25.)
 """
 
 from __future__ import annotations
