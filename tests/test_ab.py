@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+from kernelgate.baseline import store as baseline
 
 SUITE = """
 import torch
@@ -41,7 +42,7 @@ def test_record_rounds_gives_a_baseline_with_rounds(pytester: pytest.Pytester) -
     done = kernelgate(pytester.path, "record", "--rounds", "2", *PYTEST_ARGS)
     assert done.returncode == 0, done.stdout + done.stderr
     (path,) = pytester.path.glob("baselines/cpu-*/0001_kernelgate.json")
-    (bench,) = json.loads(path.read_text())["benchmarks"]
+    (bench,) = baseline.read_document(path)["benchmarks"]
     total = bench["extra_info"]["kernelgate"]["total_us"]
     assert total["rounds"] == [5, 5] and len(total["samples"]) == 10
 

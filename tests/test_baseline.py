@@ -111,7 +111,7 @@ def test_document_load_round_trip(tmp_path: Path) -> None:
     assert loaded[V8].benchmark["extra_info"]["kernelgate"] == m8.to_json()
 
     data = json.loads(path.read_text(encoding="utf-8"))
-    assert data["kernelgate"] == {"schema_version": 1, "arch": ARCH}
+    assert data["kernelgate"] == {"schema_version": baseline.SCHEMA_VERSION, "arch": ARCH}
     assert (data["datetime"], data["version"]) == ("2026-11-21T07:30:07+00:00", "5.2.3")
     assert data["commit_info"] == {"id": "c651edc", "dirty": False}
 

@@ -66,7 +66,7 @@ def test_a_baseline_round_x1000_makes_it_no_yardstick_instead_of_a_pass() -> Non
     base, current = outlier_baseline(), layer(5480.0)  # +5380 %
     problems = yardstick.pair_problems(base, current, GateConfig())
     assert problems[0].startswith(
-        "the baseline's rounds disagree beyond what noise explains (total: round 3 of 3 took 100000.0 µs, "
+        "the baseline's rounds disagree beyond what noise explains (total: round 3 of 3 took 100.0 ms, "
         "the median round 100.0 µs (+99900 %; noise explains 25.0 µs); layer model.0: round 3 of 3"
     )
     message = yardstick.refusal(current.benchmark, "baselines/x/0001_kernelgate.json", problems, "b.py::t")
@@ -147,7 +147,7 @@ def test_an_appended_round_that_disagrees_is_refused_with_the_numbers_and_the_fi
     message = str(info.value)
     assert message.startswith(
         f"{path}: nothing was saved: yolov8n-fp16-bs1-640: round(s) 3 disagree with the others beyond what "
-        "noise explains (total: round 3 of 3 took 100000.0 µs, the median round 101.0 µs (+98910 %; "
+        "noise explains (total: round 3 of 3 took 100.0 ms, the median round 101.0 µs (+98910 %; "
         "noise explains 25.2 µs);"
     )
     assert f"add a round with pytest '{V8}' --kernelgate-save --kernelgate-append (" in message
@@ -164,7 +164,7 @@ def test_of_two_rounds_the_slower_is_refused(tmp_path: Path) -> None:
     path.unlink()
     save(path, 100.0)
     with pytest.raises(
-        BaselineError, match=r"round\(s\) 2 disagree .*round 2 of 2 took 100000.0 µs, the other "
+        BaselineError, match=r"round\(s\) 2 disagree .*round 2 of 2 took 100.0 ms, the other "
     ):
         save(path, 100000.0)
 

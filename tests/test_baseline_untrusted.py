@@ -67,7 +67,7 @@ def loads_with_error(tmp_path: Path, text: str, arch: str | None = None) -> str:
 
 def test_duplicate_keys_are_refused_not_silently_collapsed(tmp_path: Path) -> None:
     """A conflict resolved by keeping both sides gives duplicate keys; json.loads keeps the last."""
-    text = text_of([entry(V8)]).replace('"schema_version": 1', '"schema_version": 1, "schema_version": 1', 1)
+    text = text_of([entry(V8)]).replace('"schema_version": 2', '"schema_version": 2, "schema_version": 2', 1)
     message = loads_with_error(tmp_path, text)
     assert "key 'schema_version' appears twice in one object" in message
     assert f"'{REPLACE_CMD}'" in message
@@ -192,7 +192,7 @@ def test_the_file_of_this_architecture_loads(tmp_path: Path) -> None:
 
 def test_a_newer_schema_is_refused_and_not_replaceable(tmp_path: Path) -> None:
     data = valid()
-    data["kernelgate"]["schema_version"] = 2
+    data["kernelgate"]["schema_version"] = baseline.SCHEMA_VERSION + 1
     path = put(tmp_path / ARCH / FILE_NAME, json.dumps(data))
     with pytest.raises(BaselineError, match="written by a newer kernelgate") as info:
         baseline.load(path)
@@ -230,7 +230,7 @@ def v0_to_v1(data: dict[str, Any]) -> dict[str, Any]:
 
 def test_an_old_schema_without_a_migration_is_refused(tmp_path: Path) -> None:
     message = loads_with_error(tmp_path, json.dumps(v0_document()))
-    assert "schema version 0 cannot be upgraded (migrations exist from: none)" in message
+    assert "schema version 0 cannot be upgraded (migrations exist from: 1)" in message
 
 
 def test_an_old_schema_is_migrated_on_load_and_saved_as_the_current_one(
@@ -242,7 +242,8 @@ def test_an_old_schema_is_migrated_on_load_and_saved_as_the_current_one(
     assert loaded[V8].measurement == Measurement.from_json(at(valid(), KG))
     baseline.save(path, [entry(V11)], arch=ARCH, **META)
     saved = json.loads(path.read_text())
-    assert saved["kernelgate"] == {"schema_version": 1, "arch": ARCH}
+    assert saved["kernelgate"]["schema_version"] == baseline.SCHEMA_VERSION
+    assert saved["kernelgate"]["arch"] == ARCH
     assert sorted(b["fullname"] for b in saved["benchmarks"]) == [V11, V8]
     assert "unlinked" not in at(saved, ["benchmarks", 1, "extra_info", "kernelgate"])
 
@@ -258,9 +259,9 @@ def test_a_migration_that_fails_names_the_version(tmp_path: Path, monkeypatch: p
 def test_migrate_does_not_modify_its_input() -> None:
     data = v0_document()
     copy = json.loads(json.dumps(data))
-    migrated = baseline.migrate(Path("x.json"), data, {0: v0_to_v1})
+    migrated = baseline.migrate(Path("x.json"), data, {**baseline.MIGRATIONS, 0: v0_to_v1})
     assert data == copy
-    assert migrated["kernelgate"]["schema_version"] == 1
+    assert migrated["kernelgate"]["schema_version"] == baseline.SCHEMA_VERSION
 
 
 # --- saving ----------------------------------------------------------------------------------------
@@ -271,7 +272,12 @@ def test_save_keeps_other_entries_and_writes_a_lock_file_beside_the_baseline(tmp
     assert baseline.save(path, [entry(V8)], arch=ARCH, **META) == []
     assert baseline.save(path, [entry(V11)], arch=ARCH, **META) == []
     assert sorted(baseline.load(path, ARCH)) == [V11, V8]
-    assert sorted(p.name for p in path.parent.iterdir()) == [f".{FILE_NAME}.lock", FILE_NAME]
+    assert sorted(p.name for p in path.parent.iterdir()) == [
+        f".{FILE_NAME}.lock",
+        FILE_NAME,
+        "0001_kernelgate.samples.json.xz",
+        "SUMMARY.md",
+    ]
 
 
 def test_save_refuses_measurements_of_another_architecture(tmp_path: Path) -> None:

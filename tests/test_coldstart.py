@@ -134,8 +134,8 @@ def test_a_child_without_a_result_line_or_too_slow(tmp_path: Path, monkeypatch: 
 def test_measure_primes_then_stops_at_the_first_failure(monkeypatch: pytest.MonkeyPatch) -> None:
     calls: list[str] = []
 
-    def fake_spawn(self: Runner) -> Run:
-        calls.append("spawn")
+    def fake_spawn(self: Runner, priming: bool = False) -> Run:
+        calls.append("prime" if priming else "spawn")
         ok = len(calls) < 3
         return Run(
             {"import_torch": 1.0}, 2.0, 0, error=None if ok else "boom", failed_phase=None if ok else "build"
@@ -144,7 +144,7 @@ def test_measure_primes_then_stops_at_the_first_failure(monkeypatch: pytest.Monk
     monkeypatch.setattr(Runner, "spawn", fake_spawn)
     lines: list[str] = []
     record = measure(SPEC, SCENARIOS["warm"], runs=5, progress=lines.append)
-    assert len(calls) == 3  # prime, run 1, run 2 (failed): no runs 3 to 5
+    assert calls == ["prime", "spawn", "spawn"]  # prime, run 1, run 2 (failed): no runs 3 to 5
     assert [r.ok for r in record.runs] == [True, False]
     assert (
         lines[0].startswith("warm: priming run") and lines[-1] == "warm: run 2/5 failed in phase build: boom"
@@ -242,8 +242,8 @@ def test_the_jit_cache_disabled_regression_names_first_inference() -> None:
     )
     assert "CUDA_CACHE_DISABLE=1 CUDA_FORCE_PTX_JIT=1" in lines[1]
     assert lines[2].startswith("  REGRESSED first_inference (first forward: kernel loading (PTX JIT)")
-    assert "2.50 s -> 96.00 s (+3740.0 %, +93500 ms; threshold 25 %, floor 250 ms)" in lines[2]
-    assert lines[3].startswith("  launch to steady state: 5.26 s -> 98.76 s")
+    assert "2.500 s -> 96.00 s (+3740.0 %, +93.50 s; threshold 25 %, floor 250 ms)" in lines[2]
+    assert lines[3].startswith("  launch to steady state: 5.260 s -> 98.76 s")
     assert (
         "environment changed since the baseline (may explain it): CUDA_CACHE_DISABLE (unset) -> 1" in message
     )

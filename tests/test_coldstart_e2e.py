@@ -58,7 +58,7 @@ def test_record_then_catch_a_slowed_cold_start_phase(
     slowed.stdout.fnmatch_lines(
         [
             "*kernelgate: cold start coldstart-yolov8n-fp32-bs1-32-empty on cpu-*: 1 phase(s)*over threshold",
-            "*REGRESSED import_model (import ultralytics' DetectionModel): * -> *100 %, floor 2500 ms)",
+            "*REGRESSED import_model (import ultralytics' DetectionModel): * -> *100 %, floor 2.5 s)",
             "*environment changed since the baseline*: KERNELGATE_SLOW_PHASE (unset) -> import_model:3.5",
             "*re-record: pytest test_suite.py::test_coldstart --kernelgate-save",
         ]

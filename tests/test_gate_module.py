@@ -99,7 +99,7 @@ def test_a_corrupt_baseline_fails_naming_the_file_and_is_left_alone(pytester: py
     saved.stdout.fnmatch_lines(
         ["*replaced an unreadable baseline, as --kernelgate-replace-unreadable asked*"]
     )
-    assert json.loads(path.read_text())["kernelgate"]["schema_version"] == 1
+    assert json.loads(path.read_text())["kernelgate"]["schema_version"] == 2
 
 
 def test_missing_baseline_can_be_set_to_warn(pytester: pytest.Pytester) -> None:

@@ -70,7 +70,7 @@ def test_host_overhead_growth_on_a_launch_bound_benchmark() -> None:
     cur = dataclasses.replace(measurement({"model.0": 1000.0}, wall=4400.0))
     (hint,) = benchmark_hints(base, cur)
     assert hint.kind is HintKind.HOST_OVERHEAD_GREW
-    assert hint.text.startswith("host overhead (wall - GPU busy) grew 3000 → 3400 µs (+13.3 %)")
+    assert hint.text.startswith("host overhead (wall - GPU busy) grew 3.000 ms → 3.400 ms (+13.3 %)")
     assert "GPU is busy 23 % of the wall time, so this benchmark is launch-bound" in hint.text
     assert benchmark_hints(base, measurement({"model.0": 1000.0}, wall=4100.0)) == ()  # +3.3 %: below 5 %
 
@@ -81,14 +81,14 @@ def test_host_overhead_growth_from_zero() -> None:
         measurement({"model.0": 1000.0}, wall=900.0), measurement({"model.0": 1000.0}, wall=1100.0)
     )
     assert hint.text.startswith(
-        "host overhead (wall - GPU busy) grew 0 → 100 µs while the wall time went 900 → 1100"
+        "host overhead (wall - GPU busy) grew 0.0 µs → 100.0 µs while the wall time went 900.0 µs → 1.100 ms"
     )
 
 
 def test_host_overhead_growth_on_a_cpu_run_speaks_of_cpu_operators() -> None:
     base = dataclasses.replace(measurement({"model.0": 1000.0}, wall=4000.0), device="cpu")
     (hint,) = benchmark_hints(base, dataclasses.replace(base, wall=measurement(wall=4400.0).wall))
-    assert hint.text.startswith("host overhead (wall - CPU ops) grew 3000 → 3400 µs (+13.3 %)")
+    assert hint.text.startswith("host overhead (wall - CPU ops) grew 3.000 ms → 3.400 ms (+13.3 %)")
     assert hint.text.endswith(
         "CPU operators run 23 % of the wall time, so this benchmark is overhead-bound: "
         "Python and framework cost count more than operator time"

@@ -65,14 +65,14 @@ def test_a_new_synchronisation_fails_its_layer_at_any_size() -> None:
 def test_the_latency_fails_past_its_threshold() -> None:
     comparison = compare(record(HOST), record({**HOST, "model.7": 400.0}, seed=1), GateConfig())
     (wall,) = comparison.of(Scope.WALL)
-    assert wall.verdict is Verdict.REGRESSED and wall.threshold.rel == 0.03
+    assert wall.verdict is Verdict.REGRESSED and wall.threshold.rel == 0.1
 
 
 def test_host_and_wall_are_never_gated_tighter_than_the_device() -> None:
     wide = GateConfig(layer_threshold=1.0, total_threshold=1.0, floor_us=300.0)
     assert wide.threshold("cpu-x", "b", Scope.HOST, "model.9").rel == 1.0
     assert wide.threshold("cpu-x", "b", Scope.WALL, "wall").floor_us == 300.0
-    assert GateConfig().threshold("sm90", "b", Scope.HOST, "model.9").rel == 0.25
+    assert GateConfig().threshold("sm90", "b", Scope.HOST, "model.9").rel == 0.5
 
 
 def test_records_without_a_host_side_compare_as_before() -> None:
@@ -82,20 +82,20 @@ def test_records_without_a_host_side_compare_as_before() -> None:
 
 
 def test_a_slower_runner_is_its_speed_not_a_regression_of_every_layer() -> None:
-    base, here = record(HOST), record(HOST, speed=1.3, seed=1)  # the whole host side 30 % slower
+    base, here = record(HOST), record(HOST, speed=1.8, seed=1)  # the whole host side 80 % slower
     shown = compare(base, here, GateConfig())
     assert {d.name for d in shown.failures if d.scope is Scope.HOST} == set(HOST)  # as recorded: all
     by = hostspeed.factor(base, here)
-    assert by is not None and abs(by - 1.3) < 0.01
+    assert by is not None and abs(by - 1.8) < 0.02
     screened = compare(hostspeed.scaled(base, by), here, GateConfig().screening())
     assert not screened.failed
     relative = hostspeed.relative(shown, compare(hostspeed.scaled(base, by), here, GateConfig()), by)
     assert not relative.failed
-    assert all("1.30x the baseline host's" in d.note for d in relative.of(Scope.HOST))
+    assert all("1.80x the baseline host's" in d.note for d in relative.of(Scope.HOST))
 
 
 def test_one_slow_layer_stands_out_on_a_slower_runner() -> None:
-    base, here = record(HOST), record({**HOST, "model.9": 340.0}, speed=1.3, seed=1)
+    base, here = record(HOST), record({**HOST, "model.9": 340.0}, speed=1.8, seed=1)
     by = hostspeed.factor(base, here)
     screened = compare(hostspeed.scaled(base, by), here, GateConfig().screening())
     assert [(d.scope, d.name) for d in screened.failures if d.scope is Scope.HOST] == [
@@ -112,3 +112,13 @@ def test_no_factor_from_fewer_than_three_layers() -> None:
     assert shown.failed  # as recorded: every host figure slower
     relative = hostspeed.relative(shown, compare(unscaled, record(few, speed=2.0), GateConfig()), None)
     assert not relative.failed and "not screened against another host" in relative.of(Scope.WALL)[0].note
+
+
+def test_the_pull_request_comment_shows_the_host_side() -> None:
+    from kernelgate.report import markdown
+    from kernelgate.verdict.diff import build
+
+    base, head = record(HOST), record({**HOST, "model.9": 340.0}, seed=1)
+    text = markdown.render([build(compare(base, head, GateConfig()), base, head)])
+    assert re.search(r"\| 🔴 \| host time of `model\.9` \| 1[34]\d\.\d µs \| 3[34]\d\.\d µs \|", text), text
+    assert "**host-side**" in text

@@ -8,11 +8,12 @@ this checks that each configuration runs, is attributed, saved and compared, not
 
 from __future__ import annotations
 
-import json
 import shutil
 from pathlib import Path
 
 import pytest
+
+from kernelgate.baseline import store as baseline
 
 pytest.importorskip("ultralytics")
 
@@ -109,7 +110,7 @@ def test_each_cpu_axis_records_and_compares(pytester: pytest.Pytester) -> None:
     record.stdout.fnmatch_lines(["*yolov8n-fp32-bs1-64-graph: CUDA-graph mode needs a CUDA GPU*"])
     (path,) = Path(pytester.path, "baselines").glob("cpu-*/0001_kernelgate.json")
     saved = {
-        b["extra_info"]["kernelgate"]["benchmark"]: b for b in json.loads(path.read_text())["benchmarks"]
+        b["extra_info"]["kernelgate"]["benchmark"]: b for b in baseline.read_document(path)["benchmarks"]
     }
     assert set(saved) == EXPECTED
 

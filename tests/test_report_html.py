@@ -106,7 +106,7 @@ def test_renders_in_headless_chromium_with_a_screenshot(tmp_path: Path) -> None:
 def test_where_the_time_goes_and_the_layer_groups() -> None:
     text = report_html.render([slowed_diff()])
     assert "where the time goes<b>launch-bound</b>" in text
-    assert "GPU busy 1274.1 µs (29 %) + host 3135.9 µs" in text and "baseline 29 %, launch-bound" in text
+    assert "GPU busy 1.274 ms (29 %) + host 3.136 ms" in text and "baseline 29 %, launch-bound" in text
     assert "GPU time per layer group:\nbackbone +18.6 %, neck +0.0 %, head -0.0 %, preprocess -0.1 %" in text
     assert '<tr><td>backbone</td><td class="n">540.0 µs</td>\n<td class="n">640.2 µs</td>' in text
 
@@ -114,10 +114,54 @@ def test_where_the_time_goes_and_the_layer_groups() -> None:
 def test_a_cpu_run_names_cpu_ops_not_the_gpu() -> None:
     d = slowed_diff()
     text = report_html.render([diff.build(d.comparison, cpu_record(d.base), cpu_record(d.current))])
-    assert "CPU ops 1274.1 µs (29 %)" in text and "overhead-bound" in text
+    assert "CPU ops 1.274 ms (29 %)" in text and "overhead-bound" in text
     assert "CPU op time per layer group" in text
     assert "GPU busy" not in text.split("<h2>")[1].split("<h3>")[0]  # the cards of the benchmark
 
 
 def cpu_record(m: Measurement) -> Measurement:
     return dataclasses.replace(m, device="cpu")
+
+
+def open_details(page: Path) -> Path:
+    """The report with every collapsed section open (as a reader who opened them sees it)."""
+    opened = page.with_name("opened.html")
+    opened.write_text(page.read_text().replace("<details>", "<details open>"), encoding="utf-8")
+    return opened
+
+
+def test_the_report_reads_390_and_1440_px_wide_and_names_break_only_at_scopes_and_arguments(
+    tmp_path: Path,
+) -> None:
+    """In Chromium: at 390 px (a phone) and 1440 px, the page never scrolls sideways, a table box
+    scrolls only where one piece of a kernel name is wider than the box, and kernel names wrap only
+    after ``::``, ``<`` or ``,``; at 390 px most of them wrap. Screenshots of both widths, every
+    section open, with KERNELGATE_SCREENSHOT_DIR (docs/report-390.png, docs/report-1440.png)."""
+    chromium = browser.find()
+    publish.publish([slowed_item()], tmp_path / "report")
+    page = tmp_path / "report" / "report.html"
+    for width in (390, 1440):
+        found = browser.layout(chromium, page, width, tmp_path / f"profile-{width}")
+        print(f"{width} px: {found}")
+        assert found["viewport"] == width and found["page"] <= width
+        assert found["pieces"] > 300 and found["names"] >= 26  # the kernels of model.2 and the cells above
+        assert found["split"] == [] and found["bad_breaks"] == [] and found["boxes"] == []
+        if width == 390:
+            assert found["wrapped"] >= found["names"] // 2
+    keep = os.environ.get("KERNELGATE_SCREENSHOT_DIR")
+    if keep:
+        for width, height in ((390, 4200), (1440, 2600)):
+            png = tmp_path / f"report-{width}.png"
+            browser.screenshot(chromium, open_details(page), png, tmp_path / f"shot-{width}", (width, height))
+            with Image.open(png) as image:  # a palette of 256 colours: a third of the bytes, same look
+                image.convert("RGB").quantize(256).save(Path(keep) / png.name, optimize=True)
+
+
+def test_kernel_names_are_pieces_that_break_after_scopes_template_brackets_and_commas() -> None:
+    text = str(report_html.breakable("at::native::k<c10::Half, float> & x"))
+    assert text == (
+        '<span class="nb">at::</span><wbr><span class="nb">native::</span><wbr><span class="nb">k&lt;</span>'
+        '<wbr><span class="nb">c10::</span><wbr><span class="nb">Half,</span><wbr>'
+        '<span class="nb"> float&gt; &amp; x</span>'
+    )
+    assert str(report_html.wbr("a::b, c<d")) == "a::<wbr>b,<wbr> c&lt;<wbr>d"

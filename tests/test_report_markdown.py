@@ -42,7 +42,7 @@ def test_sections_hints_and_environment() -> None:
         in text
     )
     assert "more launches: all 26 kernels of the layer ran 2 times as often per iteration (1 → 2)" in text
-    assert "host overhead grew: host overhead (wall - GPU busy) grew 2808 → 3136 µs (+11.7 %)" in text
+    assert "host overhead grew: host overhead (wall - GPU busy) grew 2.808 ms → 3.136 ms (+11.7 %)" in text
     assert "<summary>Layers not over threshold: 23 unchanged</summary>" in text
     assert (
         "<summary>Environment unchanged: GPU NVIDIA H200, driver 580.159.04, CUDA 13.0, cuDNN 9.19.0" in text
@@ -148,8 +148,8 @@ def test_where_the_time_goes_stands_under_the_total() -> None:
     lines = report_markdown.render([slowed_diff()]).splitlines()
     total = next(i for i, line in enumerate(lines) if line.startswith("Total GPU time per forward"))
     assert lines[total + 2] == (
-        "Where the time goes: wall 4410.0 µs = GPU busy 1274.1 µs (29 %) + host 3135.9 µs → launch-bound "
-        "(baseline: GPU busy 29 % of 3982.0 µs, launch-bound)."
+        "Where the time goes: wall 4.410 ms = GPU busy 1.274 ms (29 %) + host 3.136 ms → launch-bound "
+        "(baseline: GPU busy 29 % of 3.982 ms, launch-bound)."
     )
 
 
@@ -161,23 +161,23 @@ def test_passing_benchmarks_show_where_the_time_goes_and_their_groups() -> None:
     graph = diff.build(compare(old, old, GateConfig()), old, old)
     text = report_markdown.render([eager, graph])
     assert (
-        "| yolov8n-fp16-bs1-640 | 1173.9 µs | 1173.9 µs | +0.0 % | GPU busy 29 % of 3982.0 µs, launch-bound |"
+        "| yolov8n-fp16-bs1-640 | 1.174 ms | 1.174 ms | +0.0 % | GPU busy 29 % of 3.982 ms, launch-bound |"
         in (text)
     )
-    assert "| old-record | 1173.9 µs | 1173.9 µs | +0.0 % | GPU busy 98 % of 1200.0 µs, GPU-bound |" in text
+    assert "| old-record | 1.174 ms | 1.174 ms | +0.0 % | GPU busy 98 % of 1.200 ms, GPU-bound |" in text
     assert "| benchmark | backbone | neck | head | preprocess | model |" in text
     assert (
         "| yolov8n-fp16-bs1-640 | 540.0 µs (+0.0 %) | 281.3 µs (+0.0 %) | 305.6 µs (+0.0 %) | "
         "46.8 µs (+0.0 %) | — |" in text
     )
-    assert "| old-record | — | — | — | 46.8 µs (+0.0 %) | 1127.0 µs (+0.0 %) |" in text
+    assert "| old-record | — | — | — | 46.8 µs (+0.0 %) | 1.127 ms (+0.0 %) |" in text
 
 
 def test_a_cpu_run_reads_cpu_ops_and_overhead_bound() -> None:
     d = slowed_diff()
     cpu_base, cpu_current = (dataclasses.replace(m, device="cpu") for m in (d.base, d.current))
     text = report_markdown.render([diff.build(d.comparison, cpu_base, cpu_current)])
-    assert "= CPU ops 1274.1 µs (29 %) + host 3135.9 µs → overhead-bound" in text
+    assert "= CPU ops 1.274 ms (29 %) + host 3.136 ms → overhead-bound" in text
     assert "<summary>CPU op time per layer group: backbone +18.6 %" in text
     assert "GPU busy" not in text and "launch-bound" not in text
 

@@ -49,7 +49,7 @@ def test_save_regress_redact_and_pass(pytester: pytest.Pytester) -> None:
     saved = pytester.runpytest_subprocess(*ARGS, "--kernelgate-save")
     saved.assert_outcomes(passed=1)
     # on a CPU the profiled forwards may run slower than the timed ones: "ops > wall", no host time
-    saved.stdout.fnmatch_lines(["where the time goes (medians):", "tiny: wall * µs * CPU ops * µs (* %)*"])
+    saved.stdout.fnmatch_lines(["where the time goes (medians):", "tiny: wall * CPU ops * (* %)*"])
     check_saved_trace(pytester.path)
     (path,) = pytester.path.glob("baselines/cpu-*/0001_kernelgate.json")
     record = json.loads(path.read_text())["benchmarks"][0]["extra_info"]["kernelgate"]
@@ -102,7 +102,7 @@ def check_regression_report(root: Path, result: pytest.RunResult) -> None:
     assert "% `lastconv` Conv2d" in verdict
     assert "`lastconv` Conv2d" in markdown and "traces/tiny.current.pt.trace.json.gz" in markdown
     assert "<summary>CPU op time per layer group: backbone " in markdown and "GPU busy" not in markdown
-    result.stdout.fnmatch_lines(["tiny: wall * µs * CPU ops * µs (* %)*"])
+    result.stdout.fnmatch_lines(["tiny: wall * CPU ops * (* %)*"])
     doc = json.loads((folder / "report.json").read_text())
     assert doc["failed"] and [lay["name"] for lay in doc["benchmarks"][0]["layers"] if lay["failing"]] == [
         "lastconv"

@@ -36,8 +36,11 @@ def test_a_child_waits_for_its_go_and_runs_only_what_it_names(pytester: pytest.P
     go = pytester.path / "go.json"
     child = start(pytester.path, go)
     try:
-        time.sleep(8.0)  # long enough to start, collect and import torch on a loaded CI machine
-        assert child.poll() is None, child.communicate()[0]  # still waiting: nothing ran
+        deadline = time.monotonic() + 120
+        while not (pytester.path / standby.READY).exists() and time.monotonic() < deadline:
+            time.sleep(0.1)  # it starts, collects and imports torch, then says it is ready
+        time.sleep(1.0)
+        assert child.poll() is None, child.communicate()[0]  # ready, and still waiting: nothing ran
         assert not (pytester.path / "ran-one").exists() and not (pytester.path / "ran-two").exists()
         standby.release(go, ["test_suite.py::test_two"])
         out, _ = child.communicate(timeout=120)
@@ -68,3 +71,27 @@ def test_the_go_file_is_written_whole(tmp_path: Path) -> None:
     standby.release(go, ["a::b", "c::d[x]"])
     assert standby.wait(go) == ["a::b", "c::d[x]"]
     assert not list(tmp_path.glob("*.tmp"))
+
+
+def test_await_ready_returns_once_every_child_is_ready_or_gone(tmp_path: Path) -> None:
+    done = subprocess.Popen([sys.executable, "-c", "pass"])
+    done.wait()
+    ready_dir = tmp_path / "said-ready"
+    ready_dir.mkdir()
+    (ready_dir / standby.READY).write_text("ready")
+    children = [
+        standby.Child("base", ready_dir, done, (tmp_path / "a.log").open("w")),
+        standby.Child("head", tmp_path, done, (tmp_path / "b.log").open("w")),  # exited without a word
+    ]
+    start = time.monotonic()
+    standby.await_ready(children, timeout_s=60)
+    assert time.monotonic() - start < 5
+    waiting = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        start = time.monotonic()
+        standby.await_ready([standby.Child("head", tmp_path, waiting, children[1].log)], timeout_s=0.3)
+        assert 0.3 <= time.monotonic() - start < 5  # neither ready nor gone: until the limit
+    finally:
+        waiting.kill()
+        for child in children:
+            child.log.close()

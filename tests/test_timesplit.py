@@ -34,15 +34,15 @@ def test_the_thresholds_are_the_documented_ones() -> None:
 
 def test_an_eager_gpu_run_reads_launch_bound_and_a_graph_run_gpu_bound() -> None:
     eager = TimeSplit("cuda", 3982.0, 1173.9, 2808.1)
-    assert eager.sentence() == "wall 3982.0 µs = GPU busy 1173.9 µs (29 %) + host 2808.1 µs → launch-bound"
+    assert eager.sentence() == "wall 3.982 ms = GPU busy 1.174 ms (29 %) + host 2.808 ms → launch-bound"
     graph = TimeSplit("cuda:0", 1250.0, 1175.0, 75.0)
-    assert graph.sentence() == "wall 1250.0 µs = GPU busy 1175.0 µs (94 %) + host 75.0 µs → GPU-bound"
+    assert graph.sentence() == "wall 1.250 ms = GPU busy 1.175 ms (94 %) + host 75.0 µs → GPU-bound"
     assert TimeSplit("cuda", 1000.0, 700.0, 300.0).label == "mixed"
 
 
 def test_a_cpu_run_speaks_of_cpu_ops_not_of_the_gpu() -> None:
     cpu = TimeSplit("cpu", 1000.0, 300.0, 700.0)
-    assert cpu.sentence() == "wall 1000.0 µs = CPU ops 300.0 µs (30 %) + host 700.0 µs → overhead-bound"
+    assert cpu.sentence() == "wall 1.000 ms = CPU ops 300.0 µs (30 %) + host 700.0 µs → overhead-bound"
     assert [TimeSplit("cpu", 100.0, busy, 0.0).label for busy in (10.0, 60.0, 90.0)] == [
         "overhead-bound",
         "mixed",
@@ -80,7 +80,7 @@ def test_a_profile_slower_than_the_timed_forwards_is_said_so() -> None:
     cpu = TimeSplit("cpu", 3410.0, 19238.0, 0.0)
     assert (cpu.label, cpu.split) == ("ops > wall", False)
     assert cpu.sentence() == (
-        "wall 3410.0 µs < CPU ops 19238.0 µs (564 %) in the profiled forwards, which ran slower than the "
+        "wall 3.410 ms < CPU ops 19.24 ms (564 %) in the profiled forwards, which ran slower than the "
         "timed ones (profiler overhead): no split into busy and host"
     )
     assert TimeSplit("cuda", 1000.0, 1200.0, 0.0).label == "busy > wall"

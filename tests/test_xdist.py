@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from kernelgate.baseline import store as baseline
 from kernelgate.plugin import hooks as plugin
 
 pytest.importorskip("xdist")
@@ -166,6 +167,8 @@ def test_two_workers_save_compare_fail_and_report_as_one_process(
         assert bench["stats"]["rounds"] == 10 and bench["stats"]["iterations"] == 1
         assert 0 < bench["stats"]["min"] <= bench["stats"]["median"] <= bench["stats"]["max"]
         assert bench["options"]["timer"] == "perf_counter"
+        assert bench["extra_info"]["kernelgate"]["wall_us"]["n"] == 10
+    for bench in baseline.read_document(path)["benchmarks"]:  # the samples, from the file beside it
         assert len(bench["extra_info"]["kernelgate"]["wall_us"]["samples"]) == 10
     (results,) = pytester.path.glob(".kernelgate/results/cpu-*/0001_kernelgate.json")
     assert len(json.loads(results.read_text())["benchmarks"]) == 2

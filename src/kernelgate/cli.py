@@ -5,20 +5,15 @@ measurements (``coldstart``) and the time per layer group of result files (``gro
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from kernelgate import __version__, config, exits, offline
+from kernelgate import __version__, cli_baseline, config, exits, offline
 from kernelgate.baseline import hosts as baseline_hosts
 from kernelgate.baseline import store as baseline
-from kernelgate.coldstart import phases as coldstart
-from kernelgate.coldstart import runner as coldrunner
+from kernelgate.coldstart import command
 from kernelgate.coldstart import verdict as coldverdict
-from kernelgate.coldstart.child import SLOW_PHASE_VAR
-from kernelgate.coldstart.scenarios import SCENARIOS
-from kernelgate.machine import envdiff
 from kernelgate.machine.identity import detect_arch_key
 from kernelgate.measure.results import Measurement
 from kernelgate.verdict import policy
@@ -80,25 +75,6 @@ def _ab(args: argparse.Namespace) -> int:
     )
 
 
-def _gate_coldstart(
-    base: coldstart.ColdStart, current: coldstart.ColdStart, gate: config.GateConfig, where: str, target: str
-) -> bool:
-    """Print the verdict of one cold start; True if it regressed (or failed where the baseline did not)."""
-    if current.error and not base.error:
-        print(f"kernelgate: cold start {current.id} failed {current.error} (the baseline's runs completed)")
-        return True
-    if base.error or current.error:
-        print(f"{current.id}: not compared: baseline {base.error or 'ok'}; now {current.error or 'ok'}")
-        return False
-    comparison = coldverdict.compare_scenario(base, current, gate)
-    if comparison.failed:
-        changes = envdiff.changes(base.environment, current.environment)
-        print(coldverdict.scenario_failure(comparison, base, current, where, changes, target=target))
-        return True
-    print(coldverdict.summary(comparison))
-    return False
-
-
 def _doctor(args: argparse.Namespace) -> int:
     from kernelgate.machine import doctor, fitness
 
@@ -106,65 +82,6 @@ def _doctor(args: argparse.Namespace) -> int:
     findings = fitness.diagnose(facts)
     sys.stdout.write((doctor.to_json if args.json else doctor.render)(facts, findings, args.strict))
     return fitness.exit_code(findings, args.strict)
-
-
-def _coldstart(args: argparse.Namespace) -> int:
-    device = args.device
-    if device == "auto":
-        device = "cpu" if detect_arch_key().startswith("cpu-") else "cuda"
-    spec = coldstart.ChildSpec(
-        args.model, args.precision, args.batch, args.imgsz, device, args.iterations, args.cudnn_benchmark
-    )
-    scenarios = (args.scenarios or ("empty,warm,ptx-jit" if device == "cuda" else "empty")).split(",")
-    unknown = [name for name in scenarios if name not in SCENARIOS]
-    if unknown:
-        print(f"kernelgate coldstart: unknown scenario(s) {unknown}; use {', '.join(SCENARIOS)}")
-        return 2
-    extra = dict(_pair(text) for text in args.env)
-    if args.slow_phase:
-        extra[SLOW_PHASE_VAR] = args.slow_phase
-    try:
-        base = coldverdict.read_records(Path(args.compare)) if args.compare else {}
-    except (OSError, ValueError, KeyError, baseline.BaselineError) as exc:
-        print(f"kernelgate: cannot read cold-start records from {args.compare}: {exc}", file=sys.stderr)
-        return 2
-    records: list[coldstart.ColdStart] = []
-    for name in scenarios:
-        record = coldrunner.measure(
-            spec,
-            SCENARIOS[name],
-            args.runs,
-            extra,
-            args.timeout,
-            prime=not args.no_prime,
-            fallback_arch=detect_arch_key(force_cpu=device == "cpu"),
-            progress=lambda line: print(f"kernelgate coldstart: {line}", file=sys.stderr, flush=True),
-        )
-        records.append(record)
-        if args.out:  # after every scenario: a run cut short still leaves what it measured
-            document = {coldverdict.EXTRA_KEY: [r.to_json() for r in records]}
-            baseline.write_atomic(Path(args.out), json.dumps(document, indent=2) + "\n")
-    print(coldverdict.table(records))
-    for record in records:
-        if record.error:
-            print(f"{record.id}: failed {record.error}")
-    gate, _ = config.load_pyproject(Path(args.config))
-    failed = False
-    for record in records:
-        if record.id in base:
-            failed |= _gate_coldstart(
-                base[record.id], record, gate, args.compare, f"{config.TESTS}/test_coldstart.py"
-            )
-        elif args.compare:
-            print(f"{record.id}: no baseline record in {args.compare}")
-    return 1 if failed else 0
-
-
-def _pair(text: str) -> tuple[str, str]:
-    key, sep, value = text.partition("=")
-    if not sep or not key:
-        raise exits.InputError(f"--env {text!r}: expected KEY=VALUE, e.g. --env CUDA_CACHE_DISABLE=1")
-    return key, value
 
 
 def _report(args: argparse.Namespace) -> int:
@@ -205,7 +122,7 @@ def _report(args: argparse.Namespace) -> int:
         next((e.measurement.arch for e in current.values()), ""),
     )
     published = publish.publish(items, Path(args.out), redact=args.redact, run=run)
-    for line in [*published.lines(), *notes]:
+    for line in [published.headline, *published.lines(), *notes]:
         print(line)
     for case in run.not_compared:
         print(policy.describe(case))
@@ -310,30 +227,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     doc.add_argument("--strict", action="store_true", help="warnings make it unfit too")
     doc.add_argument("--baseline-dir", default="baselines")
     doc.set_defaults(run=_doctor)
-    cold = sub.add_parser(
-        "coldstart",
-        help="time cold starts in fresh processes, per phase (exit 1 if --compare finds a regression)",
-    )
-    cold.add_argument("--model", default="yolov8n")
-    cold.add_argument("--precision", default="fp16", choices=["fp16", "fp32"])
-    cold.add_argument("--batch", type=int, default=1)
-    cold.add_argument("--imgsz", type=int, default=640)
-    cold.add_argument("--device", default="auto", choices=["auto", "cuda", "cpu"])
-    cold.add_argument(
-        "--scenarios",
-        help=f"comma-separated, of {', '.join(SCENARIOS)} (default empty,warm,ptx-jit; CPU: empty)",
-    )
-    cold.add_argument("--runs", type=int, default=3, help="timed runs per scenario (default 3)")
-    cold.add_argument("--iterations", type=int, default=50, help="forwards after the first (default 50)")
-    cold.add_argument("--cudnn-benchmark", action="store_true", help="torch.backends.cudnn.benchmark = True")
-    cold.add_argument("--env", action="append", default=[], metavar="KEY=VALUE", help="set for every child")
-    cold.add_argument("--slow-phase", metavar="PHASE:SECONDS", help="deliberate fault: sleep in that phase")
-    cold.add_argument("--timeout", type=float, default=600.0, help="seconds per child (default 600)")
-    cold.add_argument("--no-prime", action="store_true", help="no untimed first run")
-    cold.add_argument("--out", help="write the records (JSON) to this file")
-    cold.add_argument("--compare", metavar="FILE", help="gate against a baseline file or a --out file")
-    cold.add_argument("--config", default="pyproject.toml", help="thresholds from this [tool.kernelgate]")
-    cold.set_defaults(run=_coldstart)
+    command.add_parser(sub)
 
     rep = sub.add_parser(
         "report",
@@ -368,6 +262,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "the benchmark id names (yolov8n-fp16-bs1-640 -> yolov8n.yaml; needs ultralytics)",
     )
     grp.set_defaults(run=_groups)
+    cli_baseline.add(sub)
     args = parser.parse_args(given)
     if getattr(args, "rounds", 1) < 1:
         parser.error(f"--rounds {args.rounds}: give 1 or more")

@@ -31,14 +31,16 @@ def temp_glob(path: Path) -> str:
     return f".{path.name}.*.tmp"
 
 
-def write_atomic(path: Path, text: str) -> None:
-    """Write via a temporary file in the same folder and rename: a reader never sees half a file."""
+def write_atomic(path: Path, content: str | bytes) -> None:
+    """Write via a temporary file in the same folder and rename: a reader never sees half a file.
+    Text is written as UTF-8."""
     path.parent.mkdir(parents=True, exist_ok=True)
+    data = content.encode("utf-8") if isinstance(content, str) else content
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         os.chmod(tmp, 0o644)
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)

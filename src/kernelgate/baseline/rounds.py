@@ -14,12 +14,13 @@ from __future__ import annotations
 
 import shlex
 import statistics
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from kernelgate.config import HOST_COUPLED, GateConfig, Scope, record_command
 from kernelgate.measure.results import Dist, Measurement
+from kernelgate.units import duration
 
 KEPT_KEY = "kernelgate_kept_rounds"  # in a baseline entry's extra_info: [{"round": 3, "reason": "..."}]
 KEEP_OPTION = "--kernelgate-keep-round"
@@ -34,7 +35,11 @@ def majority_spread(dist: Dist, center: float) -> float:
     """The distance from ``center`` within which the majority of the round medians lie, in µs: the
     largest distance of the closest ``n // 2 + 1`` rounds (0 for a single round). One outlier round
     of three, or two of five, does not move it."""
-    medians = dist.round_medians
+    return majority_distance(dist.round_medians, center)
+
+
+def majority_distance(medians: Sequence[float], center: float) -> float:
+    """:func:`majority_spread` of the round medians ``medians`` (0 for fewer than two)."""
     if len(medians) < 2:
         return 0.0
     distances = sorted(abs(m - center) for m in medians)
@@ -55,11 +60,11 @@ class Disagreement:
 
     def __str__(self) -> str:
         pct = 100.0 * (self.median_us - self.center_us) / self.center_us if self.center_us else None
-        moved = f"{pct:+.0f} %" if pct is not None else f"{self.median_us - self.center_us:+.1f} µs"
+        moved = f"{pct:+.0f} %" if pct is not None else duration(self.median_us - self.center_us, signed=True)
         return (
-            f"{self.figure}: round {self.round} of {self.rounds} took {self.median_us:.1f} µs, the "
-            f"{'other' if self.rounds == 2 else 'median'} round {self.center_us:.1f} µs ({moved}; noise "
-            f"explains {self.allowed_us:.1f} µs)"
+            f"{self.figure}: round {self.round} of {self.rounds} took {duration(self.median_us)}, the "
+            f"{'other' if self.rounds == 2 else 'median'} round {duration(self.center_us)} ({moved}; noise "
+            f"explains {duration(self.allowed_us)})"
         )
 
 

@@ -3,7 +3,10 @@
 The file is a pytest-benchmark result file (so ``pytest --benchmark-compare`` and
 ``pytest-benchmark compare`` read it as it is), with kernelgate's measurement of each benchmark in
 ``benchmarks[i].extra_info.kernelgate`` and a schema version in the top-level ``kernelgate`` table.
-Keys are sorted and sample lists kept on one line, so an update reads well in a PR diff.
+Schema 2 keeps the per-iteration samples and the kernels in a compressed file beside it
+(:mod:`kernelgate.baseline.slim`), and every save writes ``SUMMARY.md`` beside it too
+(:mod:`kernelgate.baseline.summary`): its diff is the review of a re-record. Keys are sorted and
+number lists kept on one line.
 
 Reading never trusts the file: duplicate keys, NaN, summaries that disagree with their samples
 (a hand edit), a file of another architecture, or one from a newer kernelgate are refused with the
@@ -21,7 +24,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from kernelgate.baseline import files, rounds
+from kernelgate.baseline import files, rounds, slim, summary
 from kernelgate.baseline.errors import RECORD_CMD as RECORD_CMD
 from kernelgate.baseline.errors import REPLACE_CMD, REPLACE_OPTION, unusable
 from kernelgate.baseline.errors import BaselineError as BaselineError
@@ -36,13 +39,26 @@ from kernelgate.config import GateConfig
 from kernelgate.machine.fingerprint import RecordedHosts
 from kernelgate.measure.results import Measurement, combine
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 FILE_NAME = "0001_kernelgate.json"
+SAMPLES_FORMAT = (
+    "xz-compressed JSON: per benchmark, its kernels and the samples of its other distributions by JSON "
+    "pointer (kernelgate.baseline.slim); xz -dc FILE | python -m json.tool"
+)
 
 Migration = Callable[[dict[str, Any]], dict[str, Any]]
-# schema version N -> a function that turns a version-N document into version N + 1. Version 1 is
-# the first; add an entry here (and a test with a file of the old version) whenever it changes.
-MIGRATIONS: dict[int, Migration] = {}
+
+
+def _records_unchanged(document: dict[str, Any]) -> dict[str, Any]:
+    """Schema 1 -> 2: the records are the same; schema 2 keeps the samples and the kernels in a file
+    beside the main file (:mod:`kernelgate.baseline.slim`), which :func:`read_document` has joined
+    back by the time a document is migrated. The next save writes the two files."""
+    return document
+
+
+# schema version N -> a function that turns a version-N document (full records, in memory) into
+# version N + 1. Add an entry here (and a test with a file of the old version) whenever it changes.
+MIGRATIONS: dict[int, Migration] = {1: _records_unchanged}
 
 
 @dataclass(frozen=True)
@@ -119,12 +135,10 @@ def migrate(
     return data
 
 
-def load(path: Path, arch: str | None = None, root: Path | None = None) -> dict[str, Entry]:
-    """The benchmarks in ``path`` by full name. Raises :class:`BaselineError` on any defect.
-
-    With ``arch``, the file must hold measurements of that architecture key (this machine's); with
-    ``root`` (the baseline folder), it must lie inside it, also through symbolic links.
-    """
+def read_document(path: Path, root: Path | None = None) -> dict[str, Any]:
+    """The document of main file ``path`` at :data:`SCHEMA_VERSION`, with full records: the samples
+    file beside it joined in where the main file names one (``kernelgate.samples``), the round
+    medians of the main file kept (:func:`load` checks and drops them). Raises :class:`BaselineError`."""
     if root is not None:
         files.confined(path, root)
     files.check_file(path)
@@ -137,7 +151,27 @@ def load(path: Path, arch: str | None = None, root: Path | None = None) -> dict[
     data = parse(path, text)
     if not isinstance(data, dict) or not isinstance(data.get("kernelgate"), dict):
         raise unusable(path, "not a kernelgate baseline (no top-level 'kernelgate' table)")
-    data = migrate(path, data)
+    version = data["kernelgate"].get("schema_version")
+    if isinstance(version, int) and 2 <= version <= SCHEMA_VERSION and "samples" in data["kernelgate"]:
+        side = slim.read_samples(path, data["kernelgate"]["samples"], root)
+        try:
+            data = slim.join(data, side)
+        except ValueError as exc:
+            raise unusable(
+                path, f"its samples file {slim.sidecar_path(path).name} does not fit it: {exc}"
+            ) from exc
+        del data["kernelgate"]["samples"]
+    return migrate(path, data)
+
+
+def load(path: Path, arch: str | None = None, root: Path | None = None) -> dict[str, Entry]:
+    """The benchmarks in ``path`` by full name. Raises :class:`BaselineError` on any defect.
+
+    With ``arch``, the file must hold measurements of that architecture key (this machine's); with
+    ``root`` (the baseline folder), it and its samples file must lie inside it, also through
+    symbolic links.
+    """
+    data = read_document(path, root)
     file_arch = data["kernelgate"].get("arch")
     if not isinstance(file_arch, str) or not file_arch:
         raise unusable(path, f"no architecture key ('kernelgate.arch' is {file_arch!r})")
@@ -157,6 +191,7 @@ def load(path: Path, arch: str | None = None, root: Path | None = None) -> dict[
             fullname = str(bench["fullname"])
             raw = bench["extra_info"]["kernelgate"]
             check_summaries(raw)
+            slim.drop_derived(raw)
             measurement = Measurement.from_json(raw)
             rounds.kept_rounds(bench)
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
@@ -212,6 +247,33 @@ def document(
         "datetime": created,
         "version": pytest_benchmark_version,
     }
+
+
+def written(path: Path, doc: Mapping[str, Any]) -> tuple[str, bytes, str]:
+    """What :func:`write_document` writes for a document with full records (:func:`document`,
+    :func:`read_document`): the main file's text, the samples file's bytes and SUMMARY.md's text."""
+    main, side = slim.split(doc)
+    content = slim.encode(side)
+    main["kernelgate"] = {
+        **main["kernelgate"],
+        "samples": {
+            "file": slim.sidecar_path(path).name,
+            "format": SAMPLES_FORMAT,
+            "sha256": slim.digest(content),
+        },
+    }
+    return dumps(main), slim.compress(content), summary.render(main, path.name)
+
+
+def write_document(path: Path, doc: Mapping[str, Any]) -> None:
+    """Write a document (:func:`document`, :func:`read_document`) at schema 2, as its three files: the
+    samples file, then the main file that names its digest, then SUMMARY.md, each atomically. Call it
+    under ``path``'s lock. A reader that comes between the first two renames sees a samples file that
+    is not its main file's, and is told so."""
+    text, blob, summary_text = written(path, doc)
+    write_atomic(slim.sidecar_path(path), blob)
+    write_atomic(path, text)
+    write_atomic(summary.path_for(path), summary_text)
 
 
 def merge(path: Path, new: Iterable[Entry], arch: str | None = None, append: bool = False) -> list[Entry]:
@@ -286,7 +348,9 @@ def save(
     notes: list[str] = []
     names = {e.fullname for e in entries}
     with locked(path, timeout):
-        stale = remove_stale_temps(path)
+        stale = [
+            t for p in (path, slim.sidecar_path(path), summary.path_for(path)) for t in remove_stale_temps(p)
+        ]
         if stale:
             notes.append(f"removed {len(stale)} temporary file(s) a killed writer left: {stale[0].name}, ...")
         if merge_existing and path.exists():
@@ -307,7 +371,7 @@ def save(
                 notes += kept
         doc = document(entries, arch, machine_info, commit_info, created, pytest_benchmark_version)
         try:
-            write_atomic(path, dumps(doc))
+            write_document(path, doc)
         except OSError as exc:
             raise BaselineError(
                 f"{path}: could not be written ({type(exc).__name__}: {exc.strerror or exc}); the file is "

@@ -1,5 +1,5 @@
 """The text and the numbers of a baseline file, never trusted: JSON without duplicate keys or NaN,
-and samples whose written summaries (median, n, p10, p90) still agree with them."""
+and samples whose written summaries (median, n, p10, p90, round medians) still agree with them."""
 
 from __future__ import annotations
 
@@ -85,3 +85,27 @@ def check_summaries(raw: Mapping[str, Any]) -> None:
                     f"{where}: {key} = {stored!r} but its samples give {value:.3f} "
                     "(edited by hand? Edit the samples, not the summaries, or re-record)"
                 )
+        if "round_medians" in data:
+            _check_round_medians(where, data, dist)
+
+
+def _check_round_medians(where: str, data: Mapping[str, Any], dist: Dist) -> None:
+    """The median of each round, as schema 2 writes it beside the summaries, agrees with the samples."""
+    stored = data["round_medians"]
+    split = Dist(dist.samples, tuple(int(r) for r in data.get("rounds", ())))
+    if sum(split.rounds) not in (0, dist.n):
+        return  # Measurement.from_json names rounds that do not add up
+    found = split.round_medians
+    if (
+        not isinstance(stored, list)
+        or len(stored) != len(found)
+        or not all(
+            isinstance(v, int | float) and abs(float(v) - f) <= SUMMARY_TOLERANCE_US
+            for v, f in zip(stored, found, strict=False)
+        )
+    ):
+        shown = ", ".join(f"{m:.3f}" for m in found)
+        raise ValueError(
+            f"{where}: round_medians = {stored!r} but its samples give [{shown}] "
+            "(edited by hand? Edit the samples, not the summaries, or re-record)"
+        )

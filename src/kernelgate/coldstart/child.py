@@ -2,6 +2,8 @@
 
 The parent starts it as ``python -c CHILD_CODE '<JSON>'`` and reads the line that starts with ``MARK``.
 Its imports count toward ``startup``: no torch here (the child imports it inside ``import_torch``).
+A YOLO model runs eager or under ``torch.compile`` (its first call is the ``compile`` phase); the PTX
+probe (:mod:`kernelgate.coldstart.ptxprobe.driver`) imports no torch at all.
 """
 
 from __future__ import annotations
@@ -13,9 +15,11 @@ import sys
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
-from kernelgate.coldstart.phases import ChildSpec
+from kernelgate.coldstart.phases import COMPILE, ChildSpec
+from kernelgate.machine.compile_cache import LOAD_ARTIFACTS
 
 MARK = "KERNELGATE_COLDSTART "  # the child's result line starts with this
 SLOW_PHASE_VAR = "KERNELGATE_SLOW_PHASE"  # "import_torch:1.5": the child sleeps 1.5 s in that phase
@@ -66,7 +70,7 @@ def child() -> None:
     phases.ms["startup"] = max(0.0, 1000.0 * (started - float(args["spawned"])))
     out: dict[str, Any] = {"ok": False}
     try:
-        out.update(_run(spec, phases))
+        out.update(_probe(spec, phases, args.get("ptx")) if spec.is_probe else _run(spec, phases))
         out["ok"] = True
     except Exception as exc:
         out["error"] = f"{type(exc).__name__}: {exc}"[:2000]
@@ -103,14 +107,30 @@ def _run(spec: ChildSpec, phases: _Phases) -> dict[str, Any]:
             torch.cuda.synchronize()
         return 1000.0 * (time.perf_counter() - start)
 
+    details: dict[str, float] = {}
     with torch.no_grad():
+        if spec.mode == COMPILE:
+            from kernelgate.coldstart import compiled
+
+            if os.environ.get(LOAD_ARTIFACTS):
+                with phases.phase("load_cache"):
+                    details |= compiled.load_artifacts()
+            before = compiled.cache_state()
+            with phases.phase("compile"):
+                net, imported = compiled.compile_model(torch, net, spec.options)
+                forward()
+            details |= compiled.details(before) | imported
         with phases.phase("first_inference"):
             forward()
         phases.current = "to_steady"
         durations = [forward() for _ in range(spec.iterations)]
     index = steady_index(durations)
     phases.ms["to_steady"] = sum(durations[:index])
+    if spec.mode == COMPILE:
+        details |= compiled.save_artifacts()  # after the timed phases
     env = software.collect(torch, spec.device)
+    if spec.mode == COMPILE:
+        env["triton"] = software.version_of("triton")
     if "env.CUDA_CACHE_PATH" in env:
         env["env.CUDA_CACHE_PATH"] = CACHE_PATH_SHOWN
     return {
@@ -118,4 +138,26 @@ def _run(spec: ChildSpec, phases: _Phases) -> dict[str, Any]:
         "steady_after": index,
         "arch": identity.torch_arch_key(torch, spec.device),
         "environment": env,
+        "details": details,
+    }
+
+
+def _probe(spec: ChildSpec, phases: _Phases, ptx: str | None) -> dict[str, Any]:
+    """The PTX probe: load its PTX through the driver (JIT or JIT cache), launch each kernel once."""
+    from kernelgate.coldstart.ptxprobe import driver
+    from kernelgate.coldstart.ptxprobe.build import kernel_names
+
+    if not ptx:
+        raise ValueError("the PTX probe's child got no PTX file (the parent builds it: Runner.prepare)")
+    loaded, env, arch = driver.run(Path(ptx), kernel_names(spec.probe_kernels), phases.phase)
+    if "env.CUDA_CACHE_PATH" in env:
+        env["env.CUDA_CACHE_PATH"] = CACHE_PATH_SHOWN
+    return {
+        "arch": arch,
+        "environment": env,
+        "details": {
+            "jit.wall_ms": loaded.jit_wall_ms,
+            "ptx.bytes": float(loaded.ptx_bytes),
+            "ptx.kernels": float(loaded.kernels),
+        },
     }

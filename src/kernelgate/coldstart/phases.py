@@ -1,12 +1,14 @@
 """Cold start: how long a fresh process takes from launch to steady-state inference, phase by phase.
 
-The phases and the records: what a child builds (:class:`ChildSpec`), one child's phase times (:class:`Run`)
-and the runs of a scenario (:class:`ColdStart`, as the baseline file keeps them). The child imports
-this module before its timers start: no torch, nothing heavy at module level.
+The phases and the records: what a child builds (:class:`ChildSpec`: a YOLO model, eager or under
+``torch.compile``, or the PTX probe), one child's phase times (:class:`Run`) and the runs of a scenario
+(:class:`ColdStart`, as the baseline file keeps them). The child imports this module before its
+timers start: no torch, nothing heavy at module level.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -17,16 +19,40 @@ from kernelgate.measure.results import Dist
 if TYPE_CHECKING:
     from kernelgate.models.yolo import YoloSpec
 
-PHASES = ("startup", "import_torch", "import_model", "cuda_init", "build", "first_inference", "to_steady")
+PHASES = (
+    "startup",
+    "import_torch",
+    "import_model",
+    "load_driver",
+    "cuda_init",
+    "build",
+    "load_cache",
+    "compile",
+    "module_load",
+    "first_inference",
+    "first_launch",
+    "to_steady",
+)
 PHASE_HELP = {
     "startup": "process launch until the child's first line of Python",
     "import_torch": "import torch",
     "import_model": "import ultralytics' DetectionModel",
-    "cuda_init": "CUDA context and first kernel (torch.zeros on the GPU, synchronize)",
+    "load_driver": "load libcuda.so.1 (ctypes)",
+    "cuda_init": "CUDA context and first kernel (torch.zeros on the GPU, synchronize); probe: cuInit, "
+    "primary context",
     "build": "model from its yaml, on the device, in its precision",
-    "first_inference": "first forward: kernel loading (PTX JIT), cuDNN/cuBLAS handles, autotuning",
+    "load_cache": "torch.compiler.load_cache_artifacts of a saved compile-artifacts file "
+    "(KERNELGATE_LOAD_COMPILE_ARTIFACTS)",
+    "compile": "first call of the torch.compile'd model: Dynamo tracing, AOTAutograd, Inductor codegen or "
+    "its FX-graph cache, Triton compiling (PTX, ptxas) or loading its kernels, then the forward",
+    "module_load": "cuModuleLoadDataEx of the probe's PTX: the driver's JIT compile, or its JIT cache",
+    "first_inference": "first forward: kernel loading (PTX JIT), cuDNN/cuBLAS handles, autotuning; "
+    "compiled: the first forward after the compiling call",
+    "first_launch": "first launch of each probe kernel, synchronized",
     "to_steady": "forwards after the first until the time per forward settles",
 }
+EAGER, COMPILE = "eager", "compile"
+PTX_PROBE = "ptxprobe"  # ChildSpec.model of the PTX probe (kernelgate.coldstart.ptxprobe)
 TOTAL = "to_steady_state"  # launch to steady-state inference: the sum of the phases
 SCHEMA = 1
 
@@ -42,16 +68,41 @@ class ChildSpec:
     device: str = "cuda"
     iterations: int = 50  # timed forwards after the first, to find the steady state
     cudnn_benchmark: bool = False
+    mode: str = EAGER  # or COMPILE: torch.compile(net, options=compile_options), inductor
+    compile_options: str = ""  # JSON object, e.g. '{"fx_graph_cache": false}'; not part of the id
+    probe_kernels: int = 0  # the PTX probe: how many kernels its PTX module holds (model = PTX_PROBE)
 
     @property
     def yolo(self) -> YoloSpec:
         from kernelgate.models.yolo import YoloSpec
 
-        return YoloSpec(self.model, self.precision, self.batch, self.imgsz)
+        return YoloSpec(self.model, self.precision, self.batch, self.imgsz, mode=self.mode)
+
+    def to_json(self) -> dict[str, Any]:
+        """The fields; those added later only where they differ from their default, so records of
+        eager models read as before."""
+        data = asdict(self)
+        for name, default in (("mode", EAGER), ("compile_options", ""), ("probe_kernels", 0)):
+            if data[name] == default:
+                del data[name]
+        return data
+
+    @property
+    def is_probe(self) -> bool:
+        return self.model == PTX_PROBE
+
+    @property
+    def options(self) -> dict[str, Any]:
+        """``compile_options`` as a dict (empty when none)."""
+        found: dict[str, Any] = json.loads(self.compile_options) if self.compile_options else {}
+        return found
 
     @property
     def id(self) -> str:
-        """The same id as the kernel benchmark of this model (``YoloSpec.id``)."""
+        """The same id as the kernel benchmark of this model (``YoloSpec.id``: ``-compile`` for
+        compiled ones); ``ptxprobe-8k`` for the PTX probe of 8 kernels."""
+        if self.is_probe:
+            return f"{PTX_PROBE}-{self.probe_kernels}k"
         return self.yolo.id
 
 
@@ -66,6 +117,9 @@ class Run:
     steady_after: int | None = None
     error: str | None = None
     failed_phase: str | None = None
+    # counts and seconds that explain the phases, not gated: compile-cache hits and misses, Triton
+    # kernels compiled and cached, Dynamo/Inductor times per step; the probe's JIT wall time
+    details: Mapping[str, float] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -86,6 +140,10 @@ class Run:
         data = asdict(self)
         data["phases_ms"] = {p: round(self.phases_ms[p], 3) for p in PHASES if p in self.phases_ms}
         data["process_ms"] = round(self.process_ms, 3)
+        if self.details:
+            data["details"] = {k: round(v, 6) for k, v in sorted(self.details.items())}
+        else:
+            del data["details"]  # as records before details existed
         return data
 
     @classmethod
@@ -98,6 +156,7 @@ class Run:
             steady_after=None if data.get("steady_after") is None else int(data["steady_after"]),
             error=data.get("error"),
             failed_phase=data.get("failed_phase"),
+            details={str(k): float(v) for k, v in (data.get("details") or {}).items()},
         )
 
 
@@ -146,6 +205,14 @@ class ColdStart:
     def cache_bytes(self) -> int:
         return max((r.cache_bytes for r in self.runs), default=0)
 
+    def detail(self, name: str) -> float | None:
+        """The median over the completed runs of a detail (None where no run has it)."""
+        values = sorted(r.details[name] for r in self.ok_runs if name in r.details)
+        if not values:
+            return None
+        mid = len(values) // 2
+        return values[mid] if len(values) % 2 else (values[mid - 1] + values[mid]) / 2
+
     def to_json(self) -> dict[str, Any]:
         medians = {p: d.median / 1000.0 for p in PHASES if (d := self.phase(p)) is not None}
         return {
@@ -153,7 +220,7 @@ class ColdStart:
             "benchmark": self.id,
             "scenario": self.scenario,
             "description": SCENARIOS[self.scenario].description if self.scenario in SCENARIOS else "",
-            "spec": asdict(self.spec),
+            "spec": self.spec.to_json(),
             "arch": self.arch,
             "env": dict(sorted(self.env.items())),
             "median_ms": {k: round(v, 3) for k, v in medians.items()}
@@ -174,3 +241,42 @@ class ColdStart:
             runs=tuple(Run.from_json(r) for r in data["runs"]),
             environment={str(k): str(v) for k, v in data.get("environment", {}).items()},
         )
+
+
+def _count(details: Mapping[str, float], key: str) -> int:
+    return int(details.get(key, 0.0))
+
+
+def explain(details: Mapping[str, float], steps: int = 0) -> str:
+    """What a run's details say about its caches, in words ('' where it has none): FX-graph and
+    AOTAutograd cache hits and misses, Triton kernels compiled and cached, the PTX probe's JIT time;
+    with ``steps``, that many of the slowest compile steps (nested: a step includes those it calls)."""
+    parts = []
+    if any(k.startswith("inductor.fxgraph_cache") for k in details):
+        parts.append(
+            "FX-graph cache {} hit / {} miss / {} bypass".format(
+                *(_count(details, f"inductor.fxgraph_cache_{k}") for k in ("hit", "miss", "bypass"))
+            )
+        )
+    if any(k.startswith("aot_autograd.autograd_cache") for k in details):
+        parts.append(
+            "AOTAutograd cache {} hit / {} miss / {} bypass".format(
+                *(_count(details, f"aot_autograd.autograd_cache_{k}") for k in ("hit", "miss", "bypass"))
+            )
+        )
+    if "triton.kernels_after" in details:
+        parts.append(
+            f"Triton compiled {_count(details, 'triton.kernels_compiled')} kernel(s), "
+            f"{_count(details, 'triton.kernels_after')} in its cache after"
+        )
+    if "jit.wall_ms" in details:
+        parts.append(
+            f"driver JIT {details['jit.wall_ms']:.0f} ms (CU_JIT_WALL_TIME) for "
+            f"{_count(details, 'ptx.kernels')} kernel(s), {_count(details, 'ptx.bytes')} B of PTX"
+        )
+    if "artifacts.loaded_bytes" in details:
+        parts.append(f"loaded {_count(details, 'artifacts.loaded_bytes')} B of compile artifacts")
+    times = sorted(((v, k[5:]) for k, v in details.items() if k.startswith("time.")), reverse=True)
+    if steps and times:
+        parts.append("slowest steps: " + ", ".join(f"{name} {v:.1f} s" for v, name in times[:steps]))
+    return "; ".join(parts)

@@ -17,13 +17,14 @@ from typing import TYPE_CHECKING, Any
 
 from rich.table import Table
 
-from kernelgate.coldstart.phases import PHASE_HELP, PHASES, TOTAL, ColdStart
+from kernelgate.coldstart.phases import PHASE_HELP, PHASES, TOTAL, ColdStart, explain
 from kernelgate.coldstart.scenarios import SCENARIOS
 from kernelgate.config import GateConfig, Scope, record_command
 from kernelgate.machine import envdiff, software
 from kernelgate.machine.fingerprint import HostFingerprint
 from kernelgate.measure.results import Dist, Measurement
 from kernelgate.report.terminal import _render, environment_lines
+from kernelgate.units import duration, limit
 from kernelgate.verdict.compare import Comparison, Delta, Judge, Verdict, median_rule
 
 if TYPE_CHECKING:
@@ -129,9 +130,8 @@ def compare_scenario(
 
 
 def seconds(us: float | None) -> str:
-    if us is None:
-        return "—"
-    return f"{us / 1e6:.2f} s" if us >= 1e6 else f"{us / 1e3:.0f} ms"
+    """A phase's time (given in µs) in its unit (:func:`kernelgate.units.duration`)."""
+    return duration(us)
 
 
 def size(n: int) -> str:
@@ -146,8 +146,8 @@ def delta_line(d: Delta) -> str:
     help_text = f" ({PHASE_HELP[d.name]})" if d.name in PHASE_HELP else ""
     return (
         f"{d.verdict.value.upper()} {d.name}{help_text}: {seconds(d.baseline_us)} -> {seconds(d.current_us)} "
-        f"({pct}{d.delta_us / 1e3:+.0f} ms; threshold {100 * d.threshold.rel:.0f} %, "
-        f"floor {d.threshold.floor_us / 1e3:g} ms)"
+        f"({pct}{duration(d.delta_us, signed=True)}; threshold {100 * d.threshold.rel:.0f} %, "
+        f"floor {limit(d.threshold.floor_us)})"
     )
 
 
@@ -175,10 +175,32 @@ def scenario_failure(
         "  " + delta_line(total).replace(f"{total.verdict.value.upper()} {TOTAL}", "launch to steady state")
     )
     lines.append(f"  JIT cache after a run: {size(base.cache_bytes)} -> {size(current.cache_bytes)}")
+    lines += cache_lines(base, current)
     lines += environment_lines(changes)
     lines.append(f"  baseline: {baseline_path}")
     lines.append(f"  if this change is intended, re-record: {record_command(target)}")
     return "\n".join(lines)
+
+
+def _median_details(record: ColdStart) -> dict[str, float]:
+    names = {k for r in record.ok_runs for k in r.details}
+    return {k: v for k in sorted(names) if (v := record.detail(k)) is not None}
+
+
+def cache_lines(base: ColdStart, current: ColdStart) -> list[str]:
+    """What the compile caches or the driver's JIT did in the baseline's runs and in these (medians),
+    and the compile options where they changed: why a compiling phase got slower."""
+    lines = []
+    if base.spec.compile_options != current.spec.compile_options:
+        lines.append(
+            f"  compile options: {base.spec.compile_options or '(none)'} -> "
+            f"{current.spec.compile_options or '(none)'}"
+        )
+    before, now = explain(_median_details(base)), explain(_median_details(current), steps=3)
+    if before or now:
+        lines.append(f"  caches, baseline: {before or '(not recorded)'}")
+        lines.append(f"  caches, now: {now or '(not recorded)'}")
+    return lines
 
 
 def _describe(record: ColdStart) -> str:
@@ -200,17 +222,20 @@ def summary(comparison: Comparison) -> str:
 
 
 def table(records: Sequence[ColdStart], width: int = 160) -> str:
-    """Median phase times of each scenario in seconds (the ``kernelgate coldstart`` command)."""
-    grid = Table(title="cold start, median seconds per phase", title_justify="left")
-    for column in ("scenario", *PHASES, TOTAL, "JIT cache", "runs ok"):
+    """Median phase times of each scenario, each in its unit (the ``kernelgate coldstart`` command),
+    the phases some record has; below it, what each record's caches did (``explain``)."""
+    grid = Table(title="cold start, median time per phase", title_justify="left")
+    shown = [name for name in PHASES if any(rec.phase(name) for rec in records)]
+    for column in ("scenario", *shown, TOTAL, "JIT cache", "runs ok"):
         grid.add_column(column, justify="left" if column == "scenario" else "right")
     for rec in records:
-        cells = [f"{d.median / 1e6:.3f}" if (d := rec.phase(name)) else "—" for name in PHASES]
-        total = f"{rec.total.median / 1e6:.3f}" if rec.ok_runs else "failed"
+        cells = [duration(d.median) if (d := rec.phase(name)) else "—" for name in shown]
+        total = duration(rec.total.median) if rec.ok_runs else "failed"
         grid.add_row(
             rec.scenario, *cells, total, size(rec.cache_bytes), f"{len(rec.ok_runs)}/{len(rec.runs)}"
         )
-    return _render(grid, width)
+    notes = [f"{rec.id}: {words}" for rec in records if (words := explain(_median_details(rec), steps=4))]
+    return _render(grid, width) + "".join(f"{line}\n" for line in notes)
 
 
 def ptx_unavailable(device: str) -> str | None:

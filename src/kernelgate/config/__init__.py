@@ -125,13 +125,15 @@ class GateConfig:
     on_nothing_compared: Policy = Policy.FAIL
     coldstart_threshold: float = 0.25
     coldstart_floor_ms: float = 250.0
-    # the host side (issue: what the user waits for in a launch-bound forward is mostly host time): a
-    # layer's host time, the end-to-end latency of a step, and whether a new wait for the device in a
-    # layer (a synchronisation, a device-to-host copy) fails by itself
-    host_layer_threshold: float = 0.25
+    # the host side (what the user waits for in a launch-bound forward is mostly host time): a layer's
+    # host time, the end-to-end latency of a step, and whether a new wait for the device in a layer (a
+    # synchronisation, a device-to-host copy) fails by itself. Host times of one layer moved 14-30 %
+    # between the processes of one H100 host (round spread, 2026-11-25) where a 0.2 ms sleep in
+    # yolo11n's SPPF was +82 %: the thresholds sit well above that noise
+    host_layer_threshold: float = 0.5
     host_floor_us: float = 20.0
-    wall_threshold: float = 0.03
-    wall_floor_us: float = 20.0
+    wall_threshold: float = 0.1
+    wall_floor_us: float = 50.0
     fail_on_sync: bool = True
     # torch's intra-op threads for every benchmark (kernelgate.machine.threads); None: from the run's
     # OMP_NUM_THREADS, else the CPUs the process may use, never from whatever a library set on import

@@ -1,6 +1,7 @@
 """``kernelgate doctor``: is this machine fit to benchmark?
 
-:func:`gather` reads the facts (NVML, torch, the environment, the CUDA JIT cache folder, the CPU);
+:func:`gather` reads the facts (NVML, torch, the environment, the CUDA JIT cache folder, torch.compile's
+cache folders, the CPU);
 :func:`kernelgate.machine.fitness.diagnose` turns them into findings, each with a level and a fix. Nothing
 here changes a GPU setting: the doctor reads state, and a fix that needs one (persistence mode,
 clocks) is a command for an administrator.
@@ -17,6 +18,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from kernelgate.machine import compile_cache
 from kernelgate.machine.facts import Facts
 from kernelgate.machine.finding import Finding, Level
 from kernelgate.machine.fingerprint import RecordedHosts
@@ -118,6 +120,10 @@ def gather(
         cache_free_bytes=shutil.disk_usage(anchor).free,
         cache_writable=os.access(anchor, os.W_OK),
         suite_cache_bytes=None if recorded_cache_bytes is None else recorded_cache_bytes(baseline_dir, key),
+        compile_caches=compile_cache.read_folders(
+            os.environ, compile_cache.read_mounts(), compile_cache.in_container()
+        ),
+        ci=compile_cache.ci_system(os.environ),
         baseline_hosts=None if recorded_hosts is None else recorded_hosts(baseline_dir, key),
         baseline_dir=str(baseline_dir),
         baseline_keys=keys,

@@ -18,6 +18,7 @@ EXPLAINING = (
     "cuda",
     "cudnn",
     "torch",
+    "triton",  # recorded by compiled cold starts: a new Triton misses every cached kernel
     "ultralytics",
     "python",
     "power_limit_w",

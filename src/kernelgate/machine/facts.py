@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from kernelgate.machine.compile_cache import CacheFolder
 from kernelgate.machine.fingerprint import HostFingerprint, RecordedHosts
 from kernelgate.machine.identity import GpuIdentity, cpu_arch_key
 from kernelgate.machine.software import KernelImages
@@ -39,6 +40,8 @@ class Facts:
     cache_free_bytes: int | None = None
     cache_writable: bool | None = None
     suite_cache_bytes: int | None = None  # the largest JIT cache a recorded cold start left
+    compile_caches: tuple[CacheFolder, ...] = ()  # torch.compile's: Inductor's and Triton's
+    ci: str | None = None  # the CI system this runs under (None: not CI)
     baseline_dir: str = "baselines"
     baseline_keys: tuple[str, ...] = ()
     baseline_hosts: RecordedHosts | None = None  # the hosts that recorded baselines/<key>/ (None: none)

@@ -2,14 +2,16 @@
 (:data:`CHECKS`), :func:`diagnose` and the command's :func:`exit_code`.
 
 Each ``check_*`` (:mod:`~kernelgate.machine.checks_gpu`, :mod:`~kernelgate.machine.checks_software`,
-:mod:`~kernelgate.machine.checks_host`) turns :class:`~kernelgate.machine.facts.Facts` into findings,
-each with a level and a fix; nothing here reads the machine, so every rule is tested on made-up facts.
+:mod:`~kernelgate.machine.checks_compile`, :mod:`~kernelgate.machine.checks_host`) turns
+:class:`~kernelgate.machine.facts.Facts` into findings, each with a level and a fix; nothing here reads
+the machine, so every rule is tested on made-up facts.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
+from kernelgate.machine.checks_compile import check_compile_caches
 from kernelgate.machine.checks_gpu import (
     check_baseline,
     check_clocks,
@@ -38,6 +40,7 @@ CHECKS: Sequence[Callable[[Facts], list[Finding]]] = (
     check_power,
     check_kernel_images,
     check_jit_cache,
+    check_compile_caches,
     check_module_loading,
     check_torch_settings,
     check_variables,

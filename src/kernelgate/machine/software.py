@@ -14,6 +14,7 @@ from importlib import metadata
 from types import ModuleType
 
 from kernelgate.machine import pinning
+from kernelgate.machine.compile_cache import COMPILE_VARIABLES
 from kernelgate.machine.identity import cpu_model
 from kernelgate.machine.state import gpu_state
 
@@ -49,10 +50,12 @@ SPEED_VARIABLES = (
     "TORCH_CUDNN_V8_API_DISABLED",
     "TORCH_USE_CUDA_DSA",
     "KERNELGATE_SLOW_PHASE",  # kernelgate's own deliberate cold-start fault (kernelgate.coldstart.phases)
+    *COMPILE_VARIABLES,  # torch.compile's caches switched off, its compile threads, Dynamo's precompile
 )
 
 
-def _version(dist: str) -> str:
+def version_of(dist: str) -> str:
+    """The installed version of a distribution, or ``not installed``."""
     try:
         return metadata.version(dist)
     except metadata.PackageNotFoundError:
@@ -65,9 +68,9 @@ def collect(torch: ModuleType, device: str) -> dict[str, str]:
         "python": sys.version.split()[0],
         "platform": platform.platform(),
         "torch": str(torch.__version__),
-        "ultralytics": _version("ultralytics"),
-        "pytest-benchmark": _version("pytest-benchmark"),
-        "kernelgate": _version("kernelgate"),
+        "ultralytics": version_of("ultralytics"),
+        "pytest-benchmark": version_of("pytest-benchmark"),
+        "kernelgate": version_of("kernelgate"),
         "device": device,
         "cpu": cpu_model(),
         "torch_threads": str(torch.get_num_threads()),

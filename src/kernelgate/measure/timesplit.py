@@ -29,6 +29,8 @@ import enum
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from kernelgate.units import duration
+
 if TYPE_CHECKING:
     from kernelgate.measure.results import Measurement
 
@@ -117,16 +119,16 @@ class TimeSplit:
         return self.bound is not Bound.UNSPLIT
 
     def sentence(self) -> str:
-        """``wall 3982.0 µs = GPU busy 1173.9 µs (29 %) + host 2808.1 µs → launch-bound``."""
+        """``wall 3.982 ms = GPU busy 1.174 ms (29 %) + host 2.808 ms → launch-bound``."""
         if not self.split:
             return (
-                f"wall {self.wall_us:.1f} µs < {self.busy_name} {self.busy_us:.1f} µs "
+                f"wall {duration(self.wall_us)} < {self.busy_name} {duration(self.busy_us)} "
                 f"({100 * self.busy_share:.0f} %) in the profiled forwards, which ran slower than the "
                 "timed ones (profiler overhead): no split into busy and host"
             )
         return (
-            f"wall {self.wall_us:.1f} µs = {self.busy_name} {self.busy_us:.1f} µs "
-            f"({100 * self.busy_share:.0f} %) + host {self.host_us:.1f} µs → {self.label}"
+            f"wall {duration(self.wall_us)} = {self.busy_name} {duration(self.busy_us)} "
+            f"({100 * self.busy_share:.0f} %) + host {duration(self.host_us)} → {self.label}"
         )
 
 
@@ -141,5 +143,7 @@ def split(m: Measurement) -> TimeSplit | None:
 def sentence(m: Measurement) -> str:
     found = split(m)
     return (
-        found.sentence() if found else f"no wall time measured; {busy_name(m.device)} {m.busy.median:.1f} µs"
+        found.sentence()
+        if found
+        else f"no wall time measured; {busy_name(m.device)} {duration(m.busy.median)}"
     )

@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import json
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from kernelgate.coldstart.phases import ChildSpec, ColdStart
+from kernelgate.coldstart.phases import COMPILE, PTX_PROBE, ChildSpec, ColdStart
+from kernelgate.coldstart.ptxprobe.build import ProbeUnavailable
 from kernelgate.coldstart.runner import Runner
 from kernelgate.coldstart.scenarios import SCENARIOS
 from kernelgate.coldstart.verdict import (
@@ -29,7 +31,26 @@ if TYPE_CHECKING:
     from kernelgate.plugin.fixture import KernelGate
 
 
-def run(kg: KernelGate, spec: ChildSpec, scenario: str, runs: int, prime: bool) -> ColdStart:
+def child_spec(
+    device: str,
+    model: str,
+    precision: str,
+    batch: int,
+    imgsz: int,
+    mode: str,
+    compile_options: Mapping[str, Any] | None,
+    probe_kernels: int,
+) -> ChildSpec:
+    """What the fixture's ``coldstart(...)`` asks for, as the children's spec."""
+    iterations = 50 if device.startswith("cuda") else 20  # forwards after the first
+    options = json.dumps(dict(compile_options), sort_keys=True) if compile_options else ""
+    kernels = probe_kernels if model == PTX_PROBE else 0
+    return ChildSpec(model, precision, batch, imgsz, device, iterations, False, mode, options, kernels)
+
+
+def run(
+    kg: KernelGate, spec: ChildSpec, scenario: str, runs: int, prime: bool, env: Mapping[str, str]
+) -> ColdStart:
     """``kernelgate.coldstart(...)``: measure, keep for the baseline file, gate."""
     import pytest
 
@@ -39,14 +60,20 @@ def run(kg: KernelGate, spec: ChildSpec, scenario: str, runs: int, prime: bool) 
     if scenario not in SCENARIOS:
         raise ValueError(f"scenario {scenario!r}: use one of {sorted(SCENARIOS)}")
     chosen = SCENARIOS[scenario]
+    if chosen.compile_only and spec.mode != COMPILE:
+        raise ValueError(f"scenario {scenario!r} changes a compile option: it needs mode='compile'")
     if chosen.force_ptx:
         reason = ptx_unavailable(spec.device)
         if reason:
             pytest.skip(reason)
     with tempfile.TemporaryDirectory(prefix="kernelgate-coldstart-") as work:
-        runner = Runner(spec, chosen, Path(work))
+        runner = Runner(spec, chosen, Path(work), env)
+        try:
+            runner.prepare()
+        except ProbeUnavailable as exc:
+            pytest.skip(str(exc))
         if prime:
-            first = runner.spawn()
+            first = runner.prime()
             if not first.ok:
                 pytest.fail(
                     f"kernelgate: cold start {spec.id} {scenario}: the priming run failed {first.failure}",

@@ -9,7 +9,7 @@ import functools
 import json
 import os
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec
@@ -18,7 +18,7 @@ import pytest
 
 from kernelgate.baseline import store as baseline
 from kernelgate.baseline.names import safe_name, shown
-from kernelgate.coldstart.phases import ChildSpec, ColdStart
+from kernelgate.coldstart.phases import ColdStart
 from kernelgate.config import Policy, node_target
 from kernelgate.machine import threads
 from kernelgate.measure import faults, integrity, profile, timing
@@ -275,19 +275,22 @@ class KernelGate:
         scenario: str = "warm",
         runs: int = 3,
         prime: bool = True,
+        mode: str = "eager",
+        compile_options: Mapping[str, Any] | None = None,
+        probe_kernels: int = 8,
+        env: Mapping[str, str] | None = None,
     ) -> ColdStart:
-        """Time ``runs`` cold starts of the model, each in a fresh process, and gate every phase
-        against the baseline (:mod:`kernelgate.coldstart.verdict`); ``scenario`` is one of
-        :data:`kernelgate.coldstart.scenarios.SCENARIOS` (``empty``, ``warm``, ``ptx-jit``,
-        ``ptx-jit-warm``)."""
-
+        """Time ``runs`` cold starts, each in a fresh process, and gate every phase against the baseline
+        (``scenario``: one of ``coldstart.scenarios.SCENARIOS``; ``mode="compile"``: torch.compile with
+        ``compile_options``; ``model="ptxprobe"``: the PTX probe; ``env``: for every child)."""
         from kernelgate.plugin import coldstart
 
-        iterations = 50 if self.device.startswith("cuda") else 20  # forwards after the first
-        spec = ChildSpec(model, precision, batch, imgsz, self.device, iterations)
+        spec = coldstart.child_spec(
+            self.device, model, precision, batch, imgsz, mode, compile_options, probe_kernels
+        )
         before = self.state.outcomes()
         try:
-            return coldstart.run(self, spec, scenario, runs, prime)
+            return coldstart.run(self, spec, scenario, runs, prime, env or {})
         except (pytest.fail.Exception, Exception) as exc:
             self._failed_before_comparing(before, exc)
             raise

@@ -215,31 +215,28 @@ class Judge:
         decided: dict[str, samehost.Decision] = {}
         pending = list(suspects)
         cfg = self.state.config
-        # base, head, head, base, ... : each side first in every other round
-        order = [(r, side) for r in range(cfg.confirm_max_rounds)
-                 for side in ((base, head) if r % 2 == 0 else (head, base))]  # fmt: skip
-        ahead: standby.Child | None = self._spawn(base, [s.nodeid for s in pending], self.work / "base-0")
-        start = time.monotonic()
-        for i, (r, side) in enumerate(order):
-            child = ahead
-            assert child is not None and child.name == side.name
-            standby.release(child.go, [s.nodeid for s in pending])
-            # the next child starts up (no GPU) while this one measures
-            ahead = None
-            if i + 1 < len(order):
-                r2, side2 = order[i + 1]
-                ahead = self._spawn(side2, [s.nodeid for s in pending], self.work / f"{side2.name}-{r2}")
-            problem = standby.finish(child, CHILD_TIMEOUT_S)
-            for s in pending:
-                path = record_file(child.out, s.nodeid)
-                if path.is_file():
-                    side.records.setdefault(s.nodeid, []).append(json.loads(path.read_text("utf-8")))
-                elif s.nodeid not in decided:
-                    why = problem or f"the {side.name} side wrote no record of {s.nodeid} (see its log)"
-                    decided[s.nodeid] = samehost.unsettled(s.screen.benchmark, why)
+        for r in range(cfg.confirm_max_rounds):
+            start = time.monotonic()
+            # base, head, head, base, ...: each side first in every other round. Both processes of a
+            # round start together and wait, ready, until nothing else runs: then one measures, then
+            # the other (with a start-up beside a measuring process, an A/A run on an H100 failed on
+            # the host side, 2026-11-25: plugin/standby.py)
+            ids = [s.nodeid for s in pending]
+            children = [self._spawn(side, ids, self.work / f"{side.name}-{r}")
+                        for side in ((base, head) if r % 2 == 0 else (head, base))]  # fmt: skip
+            standby.await_ready(children, CHILD_TIMEOUT_S)
+            for child in children:
+                side = base if child.name == "base" else head
+                standby.release(child.go, ids)
+                problem = standby.finish(child, CHILD_TIMEOUT_S)
+                for s in pending:
+                    path = record_file(child.out, s.nodeid)
+                    if path.is_file():
+                        side.records.setdefault(s.nodeid, []).append(json.loads(path.read_text("utf-8")))
+                    elif s.nodeid not in decided:
+                        why = problem or f"the {side.name} side wrote no record of {s.nodeid} (see its log)"
+                        decided[s.nodeid] = samehost.unsettled(s.screen.benchmark, why)
             pending = [s for s in pending if s.nodeid not in decided]
-            if i % 2 == 0:
-                continue  # the round's other side comes next
             for s in pending:
                 found = deciders[s.kind](s, base.records.get(s.nodeid, []), head.records.get(s.nodeid, []),
                                          r + 1 >= cfg.confirm_max_rounds)  # fmt: skip
@@ -249,12 +246,8 @@ class Judge:
             still = ", ".join(s.screen.benchmark for s in pending)
             self.log(f"kernelgate: same-host round {r + 1}: {time.monotonic() - start:.1f} s, "
                      f"{len(pending)} suspect(s) still open{': ' + still if still else ''}")  # fmt: skip
-            start = time.monotonic()
             if not pending:
                 break
-        if ahead is not None:  # started for a round that is not needed: it runs nothing
-            standby.release(ahead.go, [])
-            standby.finish(ahead, CHILD_TIMEOUT_S)
         for s in pending:
             decided[s.nodeid] = samehost.unsettled(
                 s.screen.benchmark, f"not settled after {cfg.confirm_max_rounds} round(s) per side"

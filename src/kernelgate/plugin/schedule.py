@@ -29,6 +29,10 @@ from xdist.scheduler import LoadScheduling  # type: ignore[import-untyped]
 from kernelgate.models.matrix import model_name
 
 COLDSTART_S = 14.0  # benchmarks/test_coldstart.py, one scenario: a priming and three timed processes
+# ... of a torch.compile configuration: estimated from one H100's first calls (2026-11-24, yolov8n fp16:
+# 66-69 s with empty Inductor/Triton caches, 19-20 s with warm ones), four processes; not measured here
+COLDSTART_COMPILE_S = 200.0
+PROBE_S = 10.0  # the PTX probe, one scenario: nvcc, then four processes of about 2 s of JIT (estimated)
 COMPILE_S = 9.0  # a torch.compile configuration (32 s for the first of a process, 8-11 s after)
 CONFIGURATION_S = 2.0  # an eager, graph or pipeline configuration of a nano model (1.2-4.9 s)
 OTHER_S = 1.0
@@ -44,7 +48,9 @@ def expected_seconds(nodeid: str) -> float:
     match = _PARAMS.search(nodeid)
     case = match["id"] if match else ""
     if "coldstart" in nodeid.split("::")[-1]:
-        return COLDSTART_S
+        return COLDSTART_COMPILE_S if "compile" in case.split("-") else COLDSTART_S
+    if "ptx_probe" in nodeid.split("::")[-1]:
+        return PROBE_S
     model = model_name(case)  # None: no configuration id of the matrix
     if model is None:
         return OTHER_S

@@ -1,13 +1,14 @@
-"""A same-host round's child started ahead of its turn, so that its start-up overlaps the round before.
+"""The two processes of a same-host round start together, and measure one after the other.
 
-Each round of the judge (:mod:`kernelgate.plugin.samehost`) is a fresh pytest process per side. Its
+Each round of the judge (:mod:`kernelgate.plugin.samehost`) is a fresh pytest process per side. Their
 start-up needs no GPU (Python, pytest and its plugins, collection, ``import torch`` and ultralytics:
-about 9 s of a 20 s child measuring yolov8n fp16 on an H100 host, 2026-11-25), so the judge starts
-the next child while the current one measures. The child collects the suspects it may be asked
-for, imports what the measurement needs, and waits
-before its first test for the go file (``--kernelgate-standby=PATH``): the node ids to run now
-(those still undecided) or none. Nothing touches the GPU before the go, so the child measuring
-meanwhile has the GPU to itself.
+about 9 s of a 20 s child measuring yolov8n fp16 on an H100 host, 2026-11-25), so both start at once.
+Each collects the suspects it may be asked for, imports what the measurement needs, says it is ready
+(``ready`` beside the go file) and waits before its first test for the go file
+(``--kernelgate-standby=PATH``): the node ids to run now, or none. The judge lets one go, waits for it,
+then the other: no process starts up, or does anything else, while one measures. (With the next
+round's process started while one measured, an A/A run on an H100 failed on the host side: host
+times +35 … +59 % and the latency +22 … +32 % from base to head of the same code, 2026-11-25.)
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from typing import IO
 import pytest
 
 GO = "go.json"
+READY = "ready"
 POLL_S = 0.01
 WAIT_S = 7200.0  # a parent gone for two hours: the child gives up and runs nothing
 PREWARM = ("torch", "ultralytics.nn.tasks")
@@ -61,8 +63,9 @@ def release(go: Path, nodeids: Sequence[str]) -> None:
 
 
 def select(config: pytest.Config, items: list[pytest.Item], go: Path) -> None:
-    """Wait for the go, then keep the items it names (the others are deselected)."""
+    """Say ready, wait for the go, then keep the items it names (the others are deselected)."""
     prewarm()
+    go.with_name(READY).write_text("ready", encoding="utf-8")
     chosen = set(wait(go))
     keep = [i for i in items if i.nodeid in chosen]
     dropped = [i for i in items if i.nodeid not in chosen]
@@ -92,6 +95,15 @@ def start(name: str, command: Sequence[str], cwd: Path, env: Mapping[str, str], 
     log = (out / "child.log").open("w", encoding="utf-8")
     proc = subprocess.Popen(list(command), cwd=cwd, env=dict(env), stdout=log, stderr=subprocess.STDOUT)
     return Child(name, out, proc, log)
+
+
+def await_ready(children: Sequence[Child], timeout_s: float) -> None:
+    """Until every child said it is ready (or ended: :func:`finish` says why)."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline and not all(
+        (c.out / READY).exists() or c.proc.poll() is not None for c in children
+    ):
+        time.sleep(POLL_S)
 
 
 def finish(child: Child, timeout_s: float) -> str | None:

@@ -39,3 +39,19 @@ def code(text: str) -> str:
     fence = "`" * (longest + 1)
     pad = " " if longest or text.startswith(" ") or text.endswith(" ") else ""
     return f"{fence}{pad}{text}{pad}{fence}"
+
+
+_SPAN = re.compile(r"(`+)( ?)(.*?)\2\1")
+_ESCAPED = re.compile(r"\\([" + re.escape(SPECIAL) + r"])")
+
+
+def text(markdown: str) -> str:
+    """A line that :func:`plain` and :func:`code` wrote, back as plain text (for a terminal): code
+    fences dropped, escapes undone."""
+    out, last = [], 0
+    for span in _SPAN.finditer(markdown):
+        out.append(_ESCAPED.sub(r"\1", markdown[last : span.start()]))
+        out.append(span.group(3).replace("\\|", "|"))
+        last = span.end()
+    out.append(_ESCAPED.sub(r"\1", markdown[last:]))
+    return "".join(out)

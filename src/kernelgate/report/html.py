@@ -34,6 +34,24 @@ def _markup(line: str) -> Markup:
     return Markup(re.sub(r"`([^`]*)`", r"<code>\1</code>", html.escape(line)))
 
 
+def breakable(text: str) -> Markup:
+    """``text`` escaped, in unbreakable pieces with a line-break opportunity (``<wbr>``) after each
+    ``::``, ``<`` and ``,``: a kernel name such as ``at::native::vectorized_elementwise_kernel<4, …>``
+    wraps at its scopes and template arguments on a narrow screen, never inside a word, and its
+    blanks do not break it either (each piece is ``white-space: nowrap``)."""
+    return Markup("<wbr>").join(Markup('<span class="nb">{}</span>').format(p) for p in _pieces(text))
+
+
+def wbr(text: str) -> Markup:
+    """Prose that may name kernels (a hint): escaped, with a line-break opportunity after each ``::``,
+    ``<`` and ``,``; it wraps at its blanks as any text does."""
+    return Markup("<wbr>").join(Markup.escape(p) for p in _pieces(text))
+
+
+def _pieces(text: str) -> list[str]:
+    return [p for p in re.split(r"(?<=::)|(?<=<)|(?<=,)", str(text)) if p]
+
+
 def _html_verdict(diffs: Sequence[BenchmarkDiff]) -> Markup:
     return _markup(verdict_line(diffs))
 
@@ -66,7 +84,10 @@ def _setup(diffs: Sequence[BenchmarkDiff]) -> tuple[jinja2.Environment, dict[str
         "calls": labels.calls,
         "p": labels.p_value,
         "threshold": labels.threshold,
-        "klabel": lambda name: kernel_label(name.partition(" :: ")[2] or name),
+        "klabel": lambda name: breakable(kernel_label(name.partition(" :: ")[2] or name)),
+        "kname": lambda name: breakable(name.partition(" :: ")[2] or name),
+        "breakable": breakable,
+        "wbr": wbr,
         "mod": lambda name, layer: module_label(name.partition(" :: ")[0], layer),
         "rowclass": rowclass,
         "badge": badge,
@@ -83,9 +104,17 @@ def _setup(diffs: Sequence[BenchmarkDiff]) -> tuple[jinja2.Environment, dict[str
         }
         hints = [(f"{lay.delta.name} {lay.type}".strip(), h) for lay in d.layers for h in lay.hints]
         hints += [(d.benchmark, h) for h in d.hints]
-        return Markup(section.render(d=d, svg=svg, hints=hints, **helpers))
+        return Markup(
+            section.render(d=d, svg=svg, hints=hints, time_name=labels.device_time(d.arch), **helpers)
+        )
 
-    page = {"csp": CSP, "section": render_section, "pct": labels.pct, "badge": badge}
+    page = {
+        "csp": CSP,
+        "section": render_section,
+        "pct": labels.pct,
+        "badge": badge,
+        "time_name": labels.time_name(diffs),
+    }
     return env, page
 
 

@@ -15,19 +15,20 @@ import html
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 
-from kernelgate.measure.naming import kernel_label, module_label
+from kernelgate.config import Scope
+from kernelgate.measure.naming import kernel_label
 from kernelgate.measure.timesplit import TimeSplit
 from kernelgate.models.groups import ordered
-from kernelgate.report import labels, sections
+from kernelgate.report import kernels, labels, sections
 from kernelgate.report.escape import code, plain
 from kernelgate.report.labels import pct, signed_us, us
 from kernelgate.report.sections import RunOutcome
+from kernelgate.verdict import hostside
 from kernelgate.verdict.compare import Delta, Verdict
 from kernelgate.verdict.diff import BenchmarkDiff, EnvChange, GroupDiff, LayerDiff
 
 MARKER = "<!-- kernelgate-report -->"
 COMMENT_LIMIT = 65_000  # GitHub refuses comments over 65,536 characters
-CELL_KERNELS = 3
 VERDICT_LAYERS = 3
 ENVIRONMENT_SUMMARY = ("gpu", "driver", "cuda", "cudnn", "torch", "ultralytics")
 
@@ -67,9 +68,10 @@ def verdict_line(diffs: Sequence[BenchmarkDiff], name: Callable[[str], str] = st
     unsettled = ", ".join(name(d.benchmark) for d in doubts)
     doubt = f"; {len(doubts)} inconclusive (not settled on this runner: {unsettled})" if doubts else ""
     failed = [d for d in diffs if d.failed and not _only_inconclusive(d)]
+    what = labels.time_name(diffs)
     if not failed:
         moves = [d.total.delta.delta_pct or 0.0 for d in diffs]
-        spread = f" (total GPU time {min(moves):+.1f} % to {max(moves):+.1f} %)" if moves else ""
+        spread = f" (total {what} {min(moves):+.1f} % to {max(moves):+.1f} %)" if moves else ""
         return f"kernelgate: no regression in {len(diffs)} benchmark(s) on {arches}{spread}{doubt}"
     layers = sum(len(d.failing_layers) for d in failed)
     kernels = sum(len(d.stray_kernels) for d in failed)
@@ -84,7 +86,7 @@ def verdict_line(diffs: Sequence[BenchmarkDiff], name: Callable[[str], str] = st
     worst = ", ".join(t for _, t in items[:VERDICT_LAYERS]) + (", …" if len(items) > VERDICT_LAYERS else "")
     if not counts:
         totals = ", ".join(f"{pct(d.total.delta.delta_pct)} ({name(d.benchmark)})" for d in failed)
-        return f"kernelgate: total GPU time slower in {where} on {arches}: {totals}{doubt}"
+        return f"kernelgate: total {what} slower in {where} on {arches}: {totals}{doubt}"
     return f"kernelgate: {' and '.join(counts)} slower in {where} on {arches}: {worst}{doubt}"
 
 
@@ -96,27 +98,6 @@ def _only_inconclusive(d: BenchmarkDiff) -> bool:
     """Failed on doubts alone: every failing figure is inconclusive."""
     failures = d.comparison.failures
     return bool(failures) and all(f.verdict is Verdict.INCONCLUSIVE for f in failures)
-
-
-def _changed_cell(layer: LayerDiff) -> str:
-    shown = []
-    for k in layer.changed_kernels[:CELL_KERNELS]:
-        module, _, name = k.name.partition(" :: ")
-        extra = ""
-        if (
-            k.baseline_calls is not None
-            and k.current_calls is not None
-            and k.baseline_calls != k.current_calls
-        ):
-            extra = f", launches {k.baseline_calls:g} → {k.current_calls:g}"
-        change = {Verdict.NEW: "new", Verdict.MISSING: "gone"}.get(k.verdict, pct(k.delta_pct))
-        shown.append(
-            f"{code(module_label(module, layer.delta.name))} {code(kernel_label(name))} {change}{extra}"
-        )
-    more = len(layer.changed_kernels) - CELL_KERNELS
-    if more > 0:
-        shown.append(f"and {more} more")
-    return "<br>".join(shown)
 
 
 def _row(mark: str, what: str, delta: Delta, kernels: str) -> str:
@@ -150,27 +131,6 @@ def _details(summary: str, body: list[str]) -> list[str]:
     return ["<details>", f"<summary>{summary}</summary>", "", *body, "", "</details>", ""]
 
 
-def _kernel_table(layer: LayerDiff, diff: BenchmarkDiff) -> list[str]:
-    launch = {k.key: k.launch for k in diff.current.kernels}
-    base_launch = {k.key: k.launch for k in diff.base.kernels}
-    rows = [
-        "| module | kernel | baseline | current | delta | launches/iter | grid · block | verdict |",
-        "|---|---|--:|--:|--:|--:|---|---|",
-    ]
-    for k in layer.kernels:
-        if k.verdict is Verdict.UNCHANGED and abs(k.delta_us) < 0.05:
-            continue
-        module, _, name = k.name.partition(" :: ")
-        facts = launch.get(k.name) or base_launch.get(k.name) or {}
-        shape = plain(f"{facts['grid']} · {facts['block']}") if facts.get("grid") else labels.DASH
-        calls = f"{labels.calls(k.baseline_calls)} → {labels.calls(k.current_calls)}"
-        rows.append(
-            f"| {code(module_label(module, layer.delta.name))} | {code(name)} | {us(k.baseline_us)} | "
-            f"{us(k.current_us)} | {pct(k.delta_pct)} | {calls} | {shape} | {labels.verdict(k.verdict)} |"
-        )
-    return rows
-
-
 def split_line(diff: BenchmarkDiff) -> str:
     """Where the time of a forward goes now, and the baseline's share and bound beside it."""
     now, before = diff.current_split, diff.base_split
@@ -181,7 +141,7 @@ def split_line(diff: BenchmarkDiff) -> str:
 
 
 def _share(split: TimeSplit) -> str:
-    """``GPU busy 29 % of 3982.0 µs, launch-bound``."""
+    """``GPU busy 29 % of 3.982 ms, launch-bound``."""
     return f"{split.busy_name} {100 * split.busy_share:.0f} % of {us(split.wall_us)}, {split.label}"
 
 
@@ -233,7 +193,8 @@ def benchmark_section(diff: BenchmarkDiff, compact: bool = False) -> list[str]:
     lines = [
         f"#### ❌ {plain(diff.benchmark)} on {plain(diff.arch)}",
         "",
-        f"Total GPU time per forward: {us(total.baseline_us)} → {us(total.current_us)} "
+        f"Total {labels.device_time(diff.arch)} per forward: "
+        f"{us(total.baseline_us)} → {us(total.current_us)} "
         f"({pct(total.delta_pct)}, {signed_us(total.delta_us)}; threshold {labels.threshold(total)}): "
         f"{'over threshold' if diff.total.failing else 'within threshold'}. "
         f"Wall time (median): {us(diff.base.wall.median if diff.base.wall.n else None)} → "
@@ -245,12 +206,20 @@ def benchmark_section(diff: BenchmarkDiff, compact: bool = False) -> list[str]:
     if diff.total.failing:
         lines.append(_row("🔴", "**total**", total, ""))
     for lay in diff.failing_layers:
-        lines.append(_row("🔴", layer_name(lay) + _role(lay, diff), lay.delta, _changed_cell(lay)))
+        lines.append(_row("🔴", layer_name(lay) + _role(lay, diff), lay.delta, kernels.changed_cell(lay)))
     for k in diff.stray_kernels:
         module, _, name = k.name.partition(" :: ")
         lines.append(
             _row("🔴", f"kernel in {code(k.layer)}: {code(module)} {code(kernel_label(name))}", k, "")
         )
+    for d in diff.comparison.failures:  # the host side: a layer's host time, the latency
+        if d.scope is Scope.HOST:
+            lines.append(_row("🔴", f"host time of {code(d.name)}", d, plain(d.note)))
+        elif d.scope is Scope.WALL:
+            lines.append(_row("🔴", "latency (wall time of a step)", d, ""))
+    where = hostside.side(diff.comparison)
+    if where is not None and where is not hostside.Side.GPU:
+        lines += ["", f"**{where.value}**: what got slower runs on the host (Python, launches, waits)."]
     lines.append("")
     lines += [f"Origin {code(lay.delta.name)}: {plain(lay.delta.note.split('origin: ', 1)[-1])}.\n"
               for lay in diff.failing_layers if lay.delta.name in diff.comparison.origins]  # fmt: skip
@@ -270,7 +239,7 @@ def benchmark_section(diff: BenchmarkDiff, compact: bool = False) -> list[str]:
             n_over = len([k for k in lay.kernels if k.verdict is not Verdict.UNCHANGED])
             lines += _details(
                 f"Kernels of {summary_name(lay)}: {n_over} of {len(lay.kernels)} changed",
-                _kernel_table(lay, diff),
+                kernels.table(lay, diff),
             )
     improved = diff.improved_layers
     if improved:
@@ -343,12 +312,18 @@ def _group_rows(diffs: Sequence[BenchmarkDiff]) -> list[str]:
     return rows
 
 
+def headline(diffs: Sequence[BenchmarkDiff], run: RunOutcome | None = None) -> str:
+    """The report's first line (Markdown): the run's mark, the verdict, and what else failed or is
+    not settled; ``kernelgate report`` prints it as plain text (:func:`kernelgate.report.escape.text`)."""
+    line = verdict_line(diffs, plain) if diffs else "kernelgate: no benchmark compared"
+    return f"{sections.mark(diffs, run)} {line}{sections.headline_suffix(diffs, run)}"
+
+
 def body(diffs: Sequence[BenchmarkDiff], compact: bool = False, run: RunOutcome | None = None) -> list[str]:
     """The verdict line (its mark the run's decision, where ``run`` gives it), why the run fails, a
     section per failing benchmark, the benchmarks not compared, the figures not settled, the cold
     starts and the table of passing benchmarks."""
-    line = verdict_line(diffs, plain) if diffs else "kernelgate: no benchmark compared"
-    lines = [f"### {sections.mark(diffs, run)} {line}{sections.headline_suffix(diffs, run)}", ""]
+    lines = [f"### {headline(diffs, run)}", ""]
     lines += sections.reasons(diffs, run)
     for diff in diffs:
         if diff.failed:

@@ -11,7 +11,7 @@ import io
 import math
 from typing import TYPE_CHECKING, Any
 
-from kernelgate.report.labels import pct
+from kernelgate.report.labels import device_time, pct, signed_us
 
 if TYPE_CHECKING:
     from kernelgate.verdict.diff import BenchmarkDiff, LayerDiff
@@ -55,7 +55,7 @@ def _label(layer: LayerDiff) -> str:
 
 
 def layer_deltas(diff: BenchmarkDiff) -> str:
-    """One bar per layer: the change of its median GPU time, with its threshold marked (|)."""
+    """One bar per layer: the change of its median GPU (CPU) time, with its threshold marked (|)."""
     import matplotlib
 
     rows = diff.layers
@@ -84,7 +84,10 @@ def layer_deltas(diff: BenchmarkDiff) -> str:
         ax.axvline(0, color=INK, linewidth=0.8)
         span = max([abs(v) for v in values + limits] or [1.0])
         ax.set_xlim(-span * 1.35, span * 1.35)
-        ax.set_xlabel("change of the layer's median GPU time per forward (µs); grey band: within threshold")
+        ax.set_xlabel(
+            f"change of the layer's median {device_time(diff.arch)} per forward (µs); "
+            "grey band: within threshold"
+        )
         return _svg(fig)
 
 
@@ -112,12 +115,12 @@ def total_breakdown(diff: BenchmarkDiff) -> str:
         ax.barh(y_total, total, color=RED if diff.total.failing else INK, height=0.65)
         ax.set_yticks(
             list(range(y_total + 1)),
-            [f"{name}  {value:+.1f} µs" for name, value, _ in steps]
-            + [f"total  {total:+.1f} µs ({pct(diff.total.delta.delta_pct)})"],
+            [f"{name}  {signed_us(value)}" for name, value, _ in steps]
+            + [f"total  {signed_us(total)} ({pct(diff.total.delta.delta_pct)})"],
         )
         ax.invert_yaxis()
         ax.axvline(0, color=INK, linewidth=0.8)
-        ax.set_xlabel("cumulative change of the median GPU time per forward (µs)")
+        ax.set_xlabel(f"cumulative change of the median {device_time(diff.arch)} per forward (µs)")
         return _svg(fig)
 
 

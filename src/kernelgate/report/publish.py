@@ -8,7 +8,10 @@ written here (:mod:`kernelgate.report.redact`); the terminal keeps the real name
 from __future__ import annotations
 
 import dataclasses
+import datetime
 import json
+import math
+import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,6 +26,7 @@ from kernelgate.report import json as report_json
 from kernelgate.report import markdown as report_markdown
 from kernelgate.report import sections as report_sections
 from kernelgate.report import trace_store
+from kernelgate.report.escape import text
 from kernelgate.report.redact import Redactor, names_of
 from kernelgate.report.sections import RunOutcome
 from kernelgate.verdict import diff
@@ -56,6 +60,7 @@ class Published:
     failed: bool
     traces: tuple[Path, ...] = ()
     notes: tuple[str, ...] = ()
+    headline: str = ""  # report.md's first line as plain text: the verdict
 
     def lines(self, shown: Callable[[Path], str] | None = None) -> list[str]:
         """What the terminal summary says about the reports (paths below the working directory shortened)."""
@@ -147,28 +152,53 @@ def publish(
     (folder / report_data.FILE).write_text(report_data.render(diffs, failed, runner), encoding="utf-8")
     traces = tuple(sorted((folder / TRACES).glob(f"*{trace_store.SUFFIX}")))
     notes = tuple(f"{d.benchmark}: {d.traces.note}" for d in diffs if d.traces is not None and d.traces.note)
-    return Published(folder, failed, traces, notes)
+    return Published(folder, failed, traces, notes, text(report_markdown.headline(diffs, run)))
+
+
+# gate.yml names an older baseline by its commit: ``<commit time, Unix seconds>-<short hash>``
+# (``git log --format=%ct-%h``); before that, ``<commit date>-<short hash>`` (``%cs-%h``).
+_COMMIT_TIME = re.compile(r"(?P<time>\d{9,11})-(?P<sha>[0-9a-f]{4,40})")
+_COMMIT_DATE = re.compile(r"(?P<date>\d{4}-\d{2}-\d{2})-(?P<sha>[0-9a-f]{4,40})")
+
+
+def history_order(stem: str) -> tuple[float, str, str]:
+    """How an older baseline file named ``stem`` sorts (its commit time; names without one last, by
+    name) and its label on the plot (``2026-11-21 14:02 abc1234``)."""
+    found = _COMMIT_TIME.fullmatch(stem)
+    if found:
+        when = datetime.datetime.fromtimestamp(int(found["time"]), datetime.UTC)
+        return when.timestamp(), stem, f"{when:%Y-%m-%d %H:%M} {found['sha']}"
+    found = _COMMIT_DATE.fullmatch(stem)
+    if found:
+        try:
+            day = datetime.datetime.strptime(found["date"], "%Y-%m-%d").replace(tzinfo=datetime.UTC)
+        except ValueError:
+            return math.inf, stem, stem
+        return day.timestamp(), stem, f"{found['date']} {found['sha']}"
+    return math.inf, stem, stem
 
 
 def load_history(
     folder: Path | None, fullnames: Iterable[str]
 ) -> tuple[dict[str, list[tuple[str, Measurement]]], list[str]]:
-    """Older baseline files in ``folder`` (sorted by name; the name is the label), per benchmark."""
+    """Older baseline files in ``folder``, per benchmark, oldest commit first (:func:`history_order`:
+    named by commit time and hash as gate.yml names them; other names after them, by name)."""
     history: dict[str, list[tuple[str, Measurement]]] = {name: [] for name in fullnames}
     notes: list[str] = []
     if folder is None:
         return history, notes
     if not folder.is_dir():
         return history, [f"history: {folder} is not a folder; no history plot"]
-    for path in sorted(folder.glob("*.json")):
+    for path in sorted(folder.glob("*.json"), key=lambda p: history_order(p.stem)[:2]):
         try:
             entries = baseline.load(path)
         except baseline.BaselineError as exc:
             notes.append(f"history: skipped {exc}")
             continue
+        label = history_order(path.stem)[2]
         for name, points in history.items():
             if name in entries:
-                points.append((path.stem, entries[name].measurement))
+                points.append((label, entries[name].measurement))
     return history, notes
 
 

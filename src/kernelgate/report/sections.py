@@ -98,9 +98,7 @@ def not_compared_table(run: RunOutcome | None) -> list[str]:
 
 
 def _seconds(us: float | None) -> str:
-    if us is None:
-        return labels.DASH
-    return f"{us / 1e6:.2f} s" if us >= 1e6 else f"{us / 1e3:.0f} ms"
+    return labels.us(us)
 
 
 def coldstart_table(run: RunOutcome | None) -> list[str]:
@@ -120,8 +118,7 @@ def coldstart_table(run: RunOutcome | None) -> list[str]:
                 verdict = f"**{verdict}**"
             rows.append(
                 f"| {_cell(comparison.benchmark)} | {_cell(d.name)} | {_seconds(d.baseline_us)} | "
-                f"{_seconds(d.current_us)} | {pct(d.delta_pct)} | {100 * d.threshold.rel:g} % / "
-                f"{_seconds(d.threshold.floor_us)} | {verdict} |"
+                f"{_seconds(d.current_us)} | {pct(d.delta_pct)} | {labels.threshold(d)} | {verdict} |"
             )
     return [*rows, ""]
 

@@ -13,6 +13,8 @@ from rich.text import Text
 
 from kernelgate.config import Scope, record_command
 from kernelgate.measure import timesplit
+from kernelgate.units import device_time, duration
+from kernelgate.units import limit as floor_text
 from kernelgate.verdict import hostside
 from kernelgate.verdict.compare import Comparison, Delta, Verdict
 
@@ -44,7 +46,7 @@ def short(name: str, width: int = KERNEL_NAME_WIDTH) -> str:
 
 
 def us(value: float | None) -> str:
-    return "—" if value is None else f"{value:.1f} µs"
+    return duration(value)
 
 
 def pct(value: float | None) -> str:
@@ -57,7 +59,7 @@ def rel(value: float) -> str:
 
 
 def limit(delta: Delta) -> str:
-    return f"{rel(delta.threshold.rel)}, floor {delta.threshold.floor_us:g} µs"
+    return f"{rel(delta.threshold.rel)}, floor {floor_text(delta.threshold.floor_us)}"
 
 
 def evidence(delta: Delta) -> str:
@@ -78,7 +80,7 @@ def _line(delta: Delta, label: str) -> str:
     extra = evidence(delta)
     return (
         f"{label}: {us(delta.baseline_us)} -> {us(delta.current_us)} "
-        f"({pct(delta.delta_pct)}, {delta.delta_us:+.1f} µs; threshold {limit(delta)}"
+        f"({pct(delta.delta_pct)}, {duration(delta.delta_us, signed=True)}; threshold {limit(delta)}"
         f"{'; ' + extra if extra else ''})"
     )
 
@@ -131,7 +133,7 @@ def failure_message(
         lines.append(f"  {where.value}: {_side_reason(comparison, where)}")
     for delta in failures:
         if delta.scope is Scope.TOTAL:
-            lines.append("  " + _line(delta, "total GPU time"))
+            lines.append("  " + _line(delta, f"total {device_time(comparison.arch)}"))
     for delta in layers:
         lines.append(
             "  " + _line(delta, f"{delta.verdict.value.upper()} {layer_label(delta.name, layer_types)}")

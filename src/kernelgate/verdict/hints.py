@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from kernelgate.measure.naming import kernel_label, module_label
 from kernelgate.measure.results import KernelStat, Measurement
 from kernelgate.measure.timesplit import Bound, busy_name, classify, is_gpu
+from kernelgate.units import duration
 
 EXAMPLES = 3
 OCCUPANCY_DROP_POINTS = 5.0
@@ -154,8 +155,8 @@ def benchmark_hints(base: Measurement, current: Measurement) -> tuple[Hint, ...]
                 Hint(
                     HintKind.HOST_OVERHEAD_GREW,
                     f"host overhead (wall - {busy_name(current.device)}) grew "
-                    f"{before:.0f} → {after:.0f} µs{growth} while the wall time went "
-                    f"{base.wall.median:.0f} → {current.wall.median:.0f} µs; {bound}",
+                    f"{duration(before)} → {duration(after)}{growth} while the wall time went "
+                    f"{duration(base.wall.median)} → {duration(current.wall.median)}; {bound}",
                 )
             )
     reason_b = base.environment.get("clock_event_reasons")

@@ -184,7 +184,8 @@ def settle(
     if regressed:
         reason = f"base -> head on this runner: {_names(regressed)}"
         return Decision(screen.benchmark, Outcome.REGRESSION, reason, ab, n, offset_pct)
-    doubtful = [d for d in deltas if d.verdict is Verdict.AMBIGUOUS]
+    # a figure that may be slower is a doubt; one that may be faster hides no regression
+    doubtful = [d for d in deltas if d.verdict is Verdict.AMBIGUOUS and d.delta_us > 0]
     if doubtful:
         return Decision(
             screen.benchmark,
@@ -200,8 +201,11 @@ def settle(
 
 
 def grey(ab: Comparison, noise: Mapping[tuple[Scope, str], float] | None) -> tuple[Delta, ...]:
-    """The figures of an A/B that are not settled yet (see :func:`_settled`)."""
-    return tuple(d for d in judged(ab) if not _settled(d, (noise or {}).get((d.scope, d.name))))
+    """The figures of an A/B that are not settled yet (see :func:`_settled`): only those that may be
+    slower; a figure that may be faster needs no more rounds."""
+    return tuple(
+        d for d in judged(ab) if d.delta_us > 0 and not _settled(d, (noise or {}).get((d.scope, d.name)))
+    )
 
 
 def _names(deltas: Sequence[Delta]) -> str:
