@@ -33,7 +33,10 @@ DIGITS = 3
 COLDSTART_KEY = "kernelgate_coldstart"  # kernelgate.coldstart.verdict.EXTRA_KEY (a layer above)
 COLDSTART_TOTAL = "to_steady_state"  # kernelgate.coldstart.phases.TOTAL
 # kernelgate.coldstart.phases.PHASES, in the order a cold start runs them (a test checks they agree)
-PHASES = ("startup", "import_torch", "import_model", "cuda_init", "build", "first_inference", "to_steady")
+PHASES = (
+    "startup", "import_torch", "import_model", "load_driver", "cuda_init", "build", "load_cache", "compile",
+    "module_load", "first_inference", "first_launch", "to_steady",
+)  # fmt: skip
 SOFTWARE = (("gpu", ""), ("driver", "driver "), ("cuda", "CUDA "), ("cudnn", "cuDNN "), ("torch", "torch "),
             ("ultralytics", "ultralytics "))  # fmt: skip
 

@@ -8,14 +8,13 @@ outside every module range goes to :data:`UNATTRIBUTED`; work outside every step
 
 from __future__ import annotations
 
-import bisect
 import functools
 import re
 
 import pandas as pd
 
 from kernelgate.measure.trace import UNATTRIBUTED as UNATTRIBUTED
-from kernelgate.measure.trace import Activity, ParsedTrace, Range, innermost
+from kernelgate.measure.trace import Activity, ParsedTrace, Steps, innermost
 from kernelgate.models.layers import Layers
 
 COLUMNS = [
@@ -58,14 +57,9 @@ def normalize_kernel_name(name: str) -> str:
     return text
 
 
-def _step_index(steps: tuple[Range, ...]) -> tuple[list[float], list[Range]]:
-    ordered = sorted(steps, key=lambda r: r.start_us)
-    return [s.start_us for s in ordered], ordered
-
-
 def attribute(trace: ParsedTrace, layers: Layers) -> pd.DataFrame:
     """One row per counted activity, with its iteration (0-based), layer, module and kernel name."""
-    starts, steps = _step_index(trace.steps)
+    steps = Steps.of(trace.steps)
     by_thread: dict[int, list[tuple[float, int]]] = {}
     for i, act in enumerate(trace.activities):
         if act.launch_tid is not None and act.launch_ts is not None:
@@ -76,21 +70,13 @@ def attribute(trace: ParsedTrace, layers: Layers) -> pd.DataFrame:
 
     rows = []
     for i, act in enumerate(trace.activities):
-        iteration = _iteration(act, starts, steps)
+        iteration = steps.iteration(act.launch_ts if act.launch_ts is not None else act.start_us)
         if iteration is None:
             continue
         module = module_of.get(i, UNATTRIBUTED)
         layer = layers.layer_of(module) if module != UNATTRIBUTED else UNATTRIBUTED
         rows.append(_row(act, iteration, layer, layers.type_of(layer), module))
     return pd.DataFrame(rows, columns=COLUMNS)
-
-
-def _iteration(act: Activity, starts: list[float], steps: list[Range]) -> int | None:
-    ts = act.launch_ts if act.launch_ts is not None else act.start_us
-    pos = bisect.bisect_right(starts, ts) - 1
-    if pos < 0 or ts > steps[pos].end_us:
-        return None
-    return pos
 
 
 def _row(act: Activity, iteration: int, layer: str, layer_type: str, module: str) -> list[object]:

@@ -19,30 +19,17 @@ its stages only.
 
 from __future__ import annotations
 
-import bisect
 import contextlib
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
-from kernelgate.measure.trace import RANGE_PREFIX, UNATTRIBUTED, ParsedTrace, Range, innermost
+from kernelgate.measure.trace import RANGE_PREFIX, UNATTRIBUTED, ParsedTrace, Steps, innermost
 from kernelgate.models.layers import Layers
 
-
-def _iteration_of(ts: float, starts: list[float], steps: list[Range]) -> int | None:
-    pos = bisect.bisect_right(starts, ts) - 1
-    if pos < 0 or ts > steps[pos].end_us:
-        return None
-    return pos
-
-
-def _steps(trace: ParsedTrace) -> tuple[list[float], list[Range]]:
-    steps = sorted(trace.steps, key=lambda r: r.start_us)
-    return [s.start_us for s in steps], steps
-
-
 ITERATIONS = 20  # steps timed with the hooks (5 on the CPU: see pipeline.py)
+WHOLE = 0.01  # calls or launches a forward closer than this to a whole number are steady
 
 
 class Clock:
@@ -115,7 +102,7 @@ def sync_calls(trace: ParsedTrace, layers: Layers) -> dict[str, dict[str, float]
     """Layer -> {runtime call: calls per iteration} for the waiting and copying calls of
     :data:`kernelgate.measure.trace.SYNC_CALL`, each in the innermost ``kg/`` range open on its thread
     (outside every range: ``(unattributed)``)."""
-    starts, steps = _steps(trace)
+    steps = Steps.of(trace.steps)
     if not steps:
         return {}
     by_thread: dict[int, list[tuple[float, int]]] = {}
@@ -126,7 +113,7 @@ def sync_calls(trace: ParsedTrace, layers: Layers) -> dict[str, dict[str, float]
         module_of.update(innermost([r for r in trace.ranges if r.tid == tid], calls))
     counts: Counter[tuple[str, str]] = Counter()
     for i, call in enumerate(trace.syncs):
-        if _iteration_of(call.ts, starts, steps) is None:
+        if steps.iteration(call.ts) is None:
             continue
         module = module_of.get(i, UNATTRIBUTED)
         layer = layers.layer_of(module) if module != UNATTRIBUTED else UNATTRIBUTED
@@ -151,7 +138,7 @@ def sync_changes(
         items = []
         for name in [*after, *(n for n in before if n not in after)]:
             b, a = before.get(name, 0.0), after.get(name, 0.0)
-            if _whole(b) and _whole(a) and round(a) != round(b):
+            if whole(b) and whole(a) and round(a) != round(b):
                 items.append((name, round(b), round(a)))
         if items:
             out[layer] = tuple(items)
@@ -162,5 +149,6 @@ def describe(waits: tuple[Wait, ...]) -> str:
     return "; ".join(f"{name} {b} -> {a} a forward" for name, b, a in waits)
 
 
-def _whole(calls: float) -> bool:
-    return abs(calls - round(calls)) < 0.01
+def whole(calls: float) -> bool:
+    """A count a forward that every iteration and process agrees on: a whole number (1.0, not 0.67)."""
+    return abs(calls - round(calls)) < WHOLE

@@ -6,6 +6,7 @@ launch facts of a kernel (grid, block, registers per thread, shared memory, est.
 
 from __future__ import annotations
 
+import bisect
 import gzip
 import json
 import re
@@ -73,6 +74,29 @@ class Call:
     name: str
     tid: int
     ts: float
+
+
+@dataclass(frozen=True)
+class Steps:
+    """The profiler's steps (``ProfilerStep#N`` ranges) in time order: which iteration a host time is in."""
+
+    starts: tuple[float, ...]
+    ranges: tuple[Range, ...]
+
+    @classmethod
+    def of(cls, steps: tuple[Range, ...]) -> Steps:
+        ordered = tuple(sorted(steps, key=lambda r: r.start_us))
+        return cls(tuple(s.start_us for s in ordered), ordered)
+
+    def __len__(self) -> int:
+        return len(self.ranges)
+
+    def iteration(self, ts: float) -> int | None:
+        """The 0-based iteration whose step holds ``ts``; None outside every step."""
+        pos = bisect.bisect_right(self.starts, ts) - 1
+        if pos < 0 or ts > self.ranges[pos].end_us:
+            return None
+        return pos
 
 
 @dataclass(frozen=True)

@@ -35,16 +35,11 @@ ENGINE = re.compile(
     re.IGNORECASE,
 )
 ENGINE_KERNELS = "conv/GEMM engine kernels"
-WHOLE = 0.01  # launches per forward closer than this to a whole number are steady
 DATA_DEPENDENT_GRIDS = frozenset({"postprocess"})  # layers whose grids follow the data
 
 
 def is_engine(name: str) -> bool:
     return ENGINE.search(name) is not None
-
-
-def _steady(calls: float) -> bool:
-    return abs(calls - round(calls)) < WHOLE
 
 
 @dataclass(frozen=True)
@@ -104,7 +99,7 @@ def changes(base: Measurement, current: Measurement) -> tuple[Change, ...]:
     found: list[Change] = []
     for (module, kernel), now in after.items():
         was = before.get((module, kernel))
-        if not _steady(now.calls) or (was is not None and not _steady(was.calls)):
+        if not hosttime.whole(now.calls) or (was is not None and not hosttime.whole(was.calls)):
             continue
         engine = kernel == ENGINE_KERNELS
         if was is None:
@@ -115,7 +110,7 @@ def changes(base: Measurement, current: Measurement) -> tuple[Change, ...]:
         elif was.grid and now.grid and was.grid != now.grid:
             found.append(Change(now.layer, module, "grid", kernel, was.grid, now.grid))
     for (module, kernel), was in before.items():
-        if (module, kernel) in after or not _steady(was.calls) or round(was.calls) == 0:
+        if (module, kernel) in after or not hosttime.whole(was.calls) or round(was.calls) == 0:
             continue
         engine = kernel == ENGINE_KERNELS
         what, b, a = ("engine", "present", "absent") if engine else ("gone", _n(was.calls), "")
