@@ -8,8 +8,12 @@ then switches itself off in them. Each test sees an environment without them.
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
+
+# tests/adopter/ is another repository (tests/test_adopter.py copies it and runs its own tests there)
+collect_ignore = ["adopter"]
 
 
 @pytest.fixture(autouse=True)
@@ -29,3 +33,12 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     skip = pytest.mark.skip(reason="needs a CUDA GPU: run `pytest -m gpu` on a GPU machine")
     for item in gpu_items:
         item.add_marker(skip)
+
+
+@pytest.fixture(scope="session")
+def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """kernelgate's wheel and sdist, built once per test process by ``python -m build`` with build
+    isolation (tests/wheels.py)."""
+    from wheels import build
+
+    return build(tmp_path_factory.mktemp("build"))

@@ -5,13 +5,15 @@ What the workflows use, with GitHub's semantics (docs.github.com, "Evaluate expr
 literals (``null``, ``true``, ``false``, numbers, ``'strings'`` with ``''`` for a quote), context
 paths (``github.event.pull_request.number``, ``a['b']``), ``!``, ``==``, ``!=``, ``<``, ``<=``,
 ``>``, ``>=``, ``&&`` and ``||`` (which return one of their operands), parentheses, and the
-functions ``contains``, ``startsWith``, ``endsWith``, ``format``, ``always``, ``success``,
+functions ``contains``, ``startsWith``, ``endsWith``, ``format``, ``join``, ``fromJSON``,
+``toJSON``, ``always``, ``success``,
 ``failure``, ``cancelled``. Strings compare case-insensitively; operands of different types compare
 as numbers. A missing property is ``null``. Anything else raises ``ValueError``.
 """
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from collections.abc import Mapping
@@ -193,6 +195,13 @@ class Parser:
             return a.startswith(b) if name == "startsWith" else a.endswith(b)
         if name == "format" and args:
             return re.sub(r"\{(\d+)\}", lambda m: text(args[int(m.group(1)) + 1]), text(args[0]))
+        if name == "join" and args:
+            sep = text(args[1]) if len(args) > 1 else ","
+            return sep.join(text(a) for a in args[0]) if isinstance(args[0], list) else text(args[0])
+        if name == "fromJSON" and len(args) == 1:
+            return json.loads(text(args[0]))
+        if name == "toJSON" and len(args) == 1:
+            return json.dumps(args[0], indent=2)
         raise ValueError(f"function {name}({len(args)} arguments) is not known here")
 
 

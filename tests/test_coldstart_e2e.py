@@ -41,7 +41,9 @@ def test_record_then_catch_a_slowed_cold_start_phase(
     pytester.makepyprojecttoml(PYPROJECT)
     pytester.makepyfile(test_suite=SUITE)
 
-    run(pytester, "--kernelgate-save").assert_outcomes(passed=1)
+    saved = run(pytester, "--kernelgate-save")
+    saved.assert_outcomes(passed=1)
+    assert "no trace kept" not in saved.stdout.str()  # a cold start has no trace: nothing to say
     (path,) = Path(pytester.path, "baselines").glob("cpu-*/0001_kernelgate.json")
     (bench,) = json.loads(path.read_text())["benchmarks"]
     record = bench["extra_info"]["kernelgate_coldstart"]

@@ -378,6 +378,26 @@ def test_the_record_command_selects_exactly_the_tests_it_names() -> None:
     assert shlex.split(cfg.record_command(plain)) == ["pytest", plain, "--kernelgate-save"]
 
 
+def test_a_command_without_a_known_test_selects_the_runs_test_paths() -> None:
+    """A repository whose benchmarks are in perf/: the record command of a benchmark whose test is
+    not known selects the run's own test paths, not benchmarks/."""
+    from kernelgate import commands
+
+    before = commands.selection()
+    try:
+        cfg.use_tests(["perf", "more perf/test_x.py::test_y[a b]"])
+        assert cfg.selection() == ("perf", "more perf/test_x.py::test_y[a b]")
+        cfg.use_tests(["perf"])
+        assert cfg.record_command() == "pytest perf --kernelgate-save"
+        assert cfg.default_target() == "perf"
+        cfg.use_tests([])  # pytest ran the folder it was started in: no path
+        assert cfg.record_command() == "pytest --kernelgate-save" and cfg.default_target() == "."
+    finally:
+        cfg.use_tests(None)
+    assert cfg.record_command() == "pytest benchmarks --kernelgate-save"
+    cfg.use_tests(None if before == ("benchmarks",) else before)
+
+
 def test_a_node_id_is_given_relative_to_the_folder_pytest_ran_in(tmp_path: Path) -> None:
     nodeid = "benchmarks/test_yolo.py::test_yolo[a]"
     assert cfg.node_target(nodeid) == nodeid

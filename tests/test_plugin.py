@@ -61,6 +61,39 @@ def test_option_enables_and_disable_wins(pytester: pytest.Pytester) -> None:
     disabled.assert_outcomes(passed=1)
 
 
+ENABLING = [
+    ["--kernelgate-no-confirm"],
+    ["--kernelgate-device=cpu"],
+    ["--kernelgate-device", "auto"],  # written out, though it is the default
+    ["--kernelgate-report-dir", "elsewhere"],
+    ["--kernelgate-on-inconclusive=warn"],
+    ["--kernelgate-allow-other-gpu"],
+    ["--kernelgate-out=out"],
+]
+
+
+def test_any_kernelgate_option_enables_the_plugin(pytester: pytest.Pytester) -> None:
+    """Every ``--kernelgate-*`` option turns the plugin on, not only the ones on a list (once,
+    ``--kernelgate-no-confirm`` alone did nothing); ``--kernelgate-disable`` still wins."""
+    pytester.makepyfile(
+        """
+        def test_state(request):
+            from kernelgate.plugin.session import STATE_KEY
+            expected = request.config.getoption("kernelgate_disable")
+            assert (request.config.stash.get(STATE_KEY, None) is None) == bool(expected)
+        """
+    )
+    for args in ENABLING:
+        pytester.runpytest_inprocess("-p", "no:cacheprovider", *args).assert_outcomes(passed=1)
+        off = pytester.runpytest_inprocess("-p", "no:cacheprovider", *args, "--kernelgate-disable")
+        off.assert_outcomes(passed=1)
+    from kernelgate.plugin import options
+
+    # every option pytest --help lists is known to the check, with its default
+    assert {"kernelgate_no_confirm", "kernelgate_device", "kernelgate_history"} <= set(options.DEFAULTS)
+    assert options.DEFAULTS["kernelgate_device"] == "auto"
+
+
 def test_fixture_explains_how_to_enable(pytester: pytest.Pytester) -> None:
     pytester.makepyfile("def test_gate(kernelgate):\n    pass\n")
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider")

@@ -1,6 +1,6 @@
 """--kernelgate-redact covers every file the gate workflow uploads: report, results, trace excerpts.
 
-A tiny YOLO on the CPU, as in test_e2e_cpu.py: record a baseline, then a run with a slowed layer
+A tiny YOLO on the CPU, as in test_readme_walk.py: record a baseline, then a run with a slowed layer
 (so the report holds the trace excerpts of a regression) with and without --kernelgate-redact. The
 files are those under the paths of gate.yml's upload step, read from the workflow itself; the
 names looked for are those of the unredacted results (layers, layer types, modules, kernels) and
@@ -26,7 +26,7 @@ from kernelgate.baseline import store as baseline
 pytest.importorskip("ultralytics")
 
 ROOT = Path(__file__).parent.parent
-GATE = ROOT / ".github" / "workflows" / "gate.yml"
+GATE = ROOT / ".github" / "workflows" / "kernelgate.yml"  # gate.yml calls it
 KEPT = {"", "total", "input", "(unattributed)"}
 
 PYPROJECT = """

@@ -138,7 +138,8 @@ def test_the_re_record_pr_describes_what_moved_and_is_updated_on_the_next_run(tm
 
 def test_the_history_step_keeps_each_version_with_its_samples_file_in_commit_order(tmp_path: Path) -> None:
     """Two versions before HEAD, one of schema 1 (no samples file) and one of schema 2: both kept and
-    loaded, oldest first. gate.yml and nightly.yml run the same step."""
+    loaded, oldest first. gate.yml (through kernelgate.yml, with its baseline-dir) and nightly.yml run
+    the same step."""
     work = tmp_path / "work"
     folder = work / "baselines" / ARCH
     folder.mkdir(parents=True)
@@ -157,11 +158,11 @@ def test_the_history_step_keeps_each_version_with_its_samples_file_in_commit_ord
         date = f"2026-11-{day}T10:00:00+00:00"
         git(work, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", str(day), "--date", date,
             env={"GIT_COMMITTER_DATE": date})  # fmt: skip
-    for workflow, job in (("gate.yml", "gate"), ("nightly.yml", "full")):
+    for workflow, job in (("kernelgate.yml", "gate"), ("nightly.yml", "full")):
         steps = load(workflow)["jobs"][job]["steps"]
         (step,) = [s for s in steps if s.get("name") == "Older baselines for the history plot"]
         shutil.rmtree(work / ".kernelgate", ignore_errors=True)
-        done = run_step(step, work, {"ARCH": ARCH})
+        done = run_step(step, work, {"ARCH": ARCH, "BASELINES": "baselines"})
         assert done.returncode == 0, done.stderr
         names = sorted(p.name for p in (work / ".kernelgate" / "history").iterdir())
         assert [n.split("-", 1)[1].split(".", 1)[1] for n in names] == ["json", "json", "samples.json.xz"], (

@@ -7,6 +7,7 @@ with a small evaluator of GitHub's expressions (gh_expressions.py).
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import re
@@ -31,6 +32,9 @@ PR_TRIGGERS = {"pull_request", "pull_request_target", "workflow_run"}
 BASE_BRANCH_TRIGGERS = {"pull_request_target", "workflow_run"}
 
 
+CALLED = "kernelgate.yml"  # the reusable workflow: gate.yml (and other repositories) call it
+
+
 def load(name: str) -> dict[str, Any]:
     workflow = yaml.safe_load((ROOT / ".github" / "workflows" / name).read_text())
     assert isinstance(workflow, dict)
@@ -43,6 +47,15 @@ def triggers(workflow: dict[str, Any]) -> set[str]:
 
 
 def labels(job: dict[str, Any]) -> set[str]:
+    """A job's runner labels; a job that calls kernelgate.yml gets those of the jobs it calls."""
+    if job.get("uses") == f"./.github/workflows/{CALLED}":
+        ctx = {"inputs": called_inputs({"vars": {}}), "matrix": {"arch": "sm90-nvidia-h200"}}
+        called = [j["runs-on"] for j in load(CALLED)["jobs"].values()]
+        return {
+            label
+            for runs_on in called
+            for label in (evaluate(runs_on.strip()[3:-2], ctx) if "${{" in runs_on else [runs_on])
+        }
     runs_on = job["runs-on"]
     return {runs_on} if isinstance(runs_on, str) else set(runs_on)
 
@@ -59,6 +72,33 @@ def contexts(action: str, fork: bool, label: str | None = None, run_id: int = 1)
 
 EVENTS = [(action, fork, None) for action in ("opened", "synchronize", "reopened") for fork in (False, True)]
 EVENTS += [("labeled", fork, label) for fork in (False, True) for label in ("gpu-run", "documentation")]
+
+
+def called_inputs(ctx: dict[str, Any]) -> dict[str, Any]:
+    """The ``inputs`` of kernelgate.yml as gate.yml calls it: its ``with:`` over ``ctx``, else the
+    defaults."""
+    declared = triggers_map(load(CALLED))["workflow_call"]["inputs"]
+    given = load("gate.yml")["jobs"]["gate"]["with"]
+    assert set(given) <= set(declared), set(given) - set(declared)
+    values = {k: v.get("default") for k, v in declared.items()}
+    values |= {k: interpolate(str(v), ctx) if isinstance(v, str) else v for k, v in given.items()}
+    for key, spec in declared.items():
+        if spec["type"] == "boolean" and isinstance(values[key], str):
+            values[key] = values[key] == "true"
+    return values
+
+
+def triggers_map(workflow: dict[str, Any]) -> dict[str, Any]:
+    on = workflow.get("on", workflow.get(True))
+    assert isinstance(on, dict)
+    return on
+
+
+def gate_job() -> dict[str, Any]:
+    """The job that runs pull-request code: kernelgate.yml's gate job."""
+    job = load(CALLED)["jobs"]["gate"]
+    assert isinstance(job, dict)
+    return job
 
 
 def gates(action: str, fork: bool, label: str | None) -> bool:
@@ -107,6 +147,9 @@ def test_linters_do_find_a_bad_workflow(tmp_path: Path) -> None:
 def test_actions_pinned_by_sha_and_permissions_declared(workflow: Path) -> None:
     text = workflow.read_text()
     for ref in re.findall(r"uses:\s*(\S+)", text):
+        if ref.startswith("./.github/workflows/"):  # this repository's reusable workflow, same commit
+            assert (ROOT / ref).is_file(), ref
+            continue
         assert re.fullmatch(r"[\w.-]+/[\w.-]+@[0-9a-f]{40}", ref), (
             f"{workflow.name}: {ref} is not pinned by SHA"
         )
@@ -115,32 +158,38 @@ def test_actions_pinned_by_sha_and_permissions_declared(workflow: Path) -> None:
     # a pull_request_target run may write the base branch's cache scope: no workflow reads a cache
     assert "actions/cache" not in text and "cache:" not in text
     # the one workflow that runs with the base branch's definition on pull requests is the gate
-    assert ("pull_request_target" in text) == (workflow.name == "gate.yml")
+    assert ("pull_request_target" in triggers(load(workflow.name))) == (workflow.name == "gate.yml")
 
 
 def test_pr_code_runs_with_a_read_only_token() -> None:
-    for name, job in load("gate.yml")["jobs"].items():
+    for name, job in load(CALLED)["jobs"].items():
         if name != "comment":
             assert job["permissions"] == {"contents": "read"}, name
+    # the caller grants the most any called job gets; the comment job's write stays with that job
+    (caller,) = load("gate.yml")["jobs"].values()
+    assert caller["permissions"] == {"contents": "read", "actions": "read", "pull-requests": "write"}
+    assert load(CALLED)["jobs"]["comment"]["permissions"] == {"actions": "read", "pull-requests": "write"}
+    assert caller["cache-mode"] == "none"
 
 
 def test_every_architecture_of_the_matrix_is_expected_in_the_merged_report() -> None:
     """A runner that sends no report must show in the PR comment: the merge job expects every key."""
-    gate = (ROOT / ".github" / "workflows" / "gate.yml").read_text()
-    (matrix,) = re.findall(r"^\s+arch: \[(.*)\]$", gate, re.M)
-    archs = sorted(a.strip().strip("\"'") for a in matrix.split(","))
-    merge = gate.split("\n  merge:")[1].split("\n  comment:")[0]
-    assert sorted(re.findall(r"--expect (\S+)", merge)) == archs
+    archs = json.loads(called_inputs({"vars": {}})["archs"])
+    assert archs and gate_job()["strategy"]["matrix"]["arch"] == "${{ fromJSON(inputs.archs) }}"
+    (merge,) = [s for s in load(CALLED)["jobs"]["merge"]["steps"] if "report merge" in s.get("run", "")]
+    assert merge["env"]["ARCHS"] == "${{ inputs.archs }}" and '"${expect[@]}"' in merge["run"]
     labels = (ROOT / ".github" / "actionlint.yaml").read_text()
     assert all(f"- {arch}" in labels for arch in archs)
-    gate_job = gate.split("\n  merge:")[0]
     # one process unless the repository opts in to a worker per GPU (docs/fleet.md, measured)
-    assert "WORKERS: ${{ vars.KERNELGATE_WORKERS || '0' }}" in gate_job and '-n "$WORKERS"' in gate_job
+    assert load("gate.yml")["jobs"]["gate"]["with"]["workers"] == "${{ vars.KERNELGATE_WORKERS || '0' }}"
+    assert called_inputs({"vars": {}})["workers"] == "0"
+    assert called_inputs({"vars": {"KERNELGATE_WORKERS": "auto"}})["workers"] == "auto"
+    assert any('-n "$WORKERS"' in s.get("run", "") for s in gate_job()["steps"])
 
 
 def test_the_comment_job_runs_no_pull_request_code() -> None:
     """The job with a write token only downloads the merged report and posts it."""
-    gate = (ROOT / ".github" / "workflows" / "gate.yml").read_text()
+    gate = (ROOT / ".github" / "workflows" / CALLED).read_text()
     comment = gate.split("\n  comment:")[1]
     assert "pull-requests: write" in comment
     for code in ("actions/checkout", ".venv", "pip install", "python", ".ci/"):
@@ -188,17 +237,33 @@ def test_the_label_gate_lives_in_a_workflow_from_the_base_branch() -> None:
             assert triggers(wf) <= BASE_BRANCH_TRIGGERS, workflow.name
     gate = load("gate.yml")
     assert triggers(gate) == {"pull_request_target"}
-    job = gate["jobs"]["gate"]
-    assert "github.event.label.name == 'gpu-run'" in job["if"]
-    for action, fork, label in EVENTS:
-        assert condition(job["if"], contexts(action, fork, label)) == gates(action, fork, label), (
-            action,
-            fork,
-        )
+    # the caller's job holds the gate, and the reusable workflow's gate job repeats it (a caller in
+    # another repository cannot drop it)
+    for job in (gate["jobs"]["gate"], gate_job()):
+        assert "github.event.label.name == 'gpu-run'" in job["if"]
+        for action, fork, label in EVENTS:
+            assert condition(job["if"], contexts(action, fork, label)) == gates(action, fork, label), (
+                action,
+                fork,
+            )
+
+
+def test_the_reusable_workflow_is_called_only_from_the_base_branch_gate() -> None:
+    """kernelgate.yml has no trigger of its own; this repository calls it from gate.yml only, by its
+    local path (the file of the caller's own commit, never the pull request's)."""
+    assert triggers(load(CALLED)) == {"workflow_call"}
+    callers = {
+        (workflow.name, job["uses"])
+        for workflow in WORKFLOWS
+        for job in load(workflow.name)["jobs"].values()
+        if "uses" in job
+    }
+    assert callers == {("gate.yml", f"./.github/workflows/{CALLED}")}
+    assert "secrets" not in load("gate.yml")["jobs"]["gate"]
 
 
 def test_pr_code_is_checked_out_by_sha_without_credentials_and_runs_without_secrets() -> None:
-    job = load("gate.yml")["jobs"]["gate"]
+    job = gate_job()
     checkout, merge = job["steps"][:2]
     assert checkout["uses"].startswith("actions/checkout@")
     assert checkout["with"]["ref"] == "${{ github.event.pull_request.head.sha }}"
@@ -210,15 +275,17 @@ def test_pr_code_is_checked_out_by_sha_without_credentials_and_runs_without_secr
         assert credential not in text, credential
     assert [s for s in job["steps"] if "actions/checkout@" in s.get("uses", "")] == [checkout]
     (merge_checkout,) = [
-        s for s in load("gate.yml")["jobs"]["merge"]["steps"] if "checkout@" in s.get("uses", "")
+        s for s in load(CALLED)["jobs"]["merge"]["steps"] if "checkout@" in s.get("uses", "")
     ]
     assert "ref" not in merge_checkout["with"]  # the merge job runs the base branch's kernelgate
 
 
 def test_pr_code_and_baseline_recording_never_share_a_runner() -> None:
     """PR code on gpu-pr runners only; baselines and the nightly on gpu-trusted, never on PR events."""
-    gate = load("gate.yml")["jobs"]["gate"]
-    assert {"self-hosted", "gpu-pr"} <= labels(gate) and "gpu-trusted" not in labels(gate)
+    ctx = {"inputs": called_inputs({"vars": {}}), "matrix": {"arch": "sm90-nvidia-h200"}}
+    runs_on = evaluate(gate_job()["runs-on"].strip()[3:-2], ctx)
+    assert runs_on == ["self-hosted", "gpu-pr", "sm90-nvidia-h200"]
+    assert "gpu-trusted" not in runs_on
     for name in ("baselines.yml", "nightly.yml"):
         wf = load(name)
         assert not triggers(wf) & PR_TRIGGERS, name
@@ -227,7 +294,7 @@ def test_pr_code_and_baseline_recording_never_share_a_runner() -> None:
                 assert "gpu-trusted" in labels(job) and "gpu-pr" not in labels(job), name
     for workflow in WORKFLOWS:
         for job in load(workflow.name)["jobs"].values():
-            assert "gpu" not in labels(job), f"{workflow.name}: the old label gpu"
+            assert "uses" in job or "gpu" not in labels(job), f"{workflow.name}: the old label gpu"
 
 
 def test_a_label_or_a_fork_push_never_cancels_a_running_gate() -> None:
@@ -252,7 +319,7 @@ def test_the_old_concurrency_let_any_label_cancel_the_gate() -> None:
 
 
 def test_fork_prs_get_no_comment_and_skipped_gates_no_merge() -> None:
-    jobs = load("gate.yml")["jobs"]
+    jobs = load(CALLED)["jobs"]
     for action, fork, label in EVENTS:
         ctx = contexts(action, fork, label) | {"needs": {"merge": {"result": "success"}}}
         assert condition(jobs["comment"]["if"], ctx) == (not fork)
@@ -260,23 +327,65 @@ def test_fork_prs_get_no_comment_and_skipped_gates_no_merge() -> None:
     assert condition(jobs["merge"]["if"], skipped) is False
 
 
+def gate_step_argv(workflow: str, step: str, ctx: dict[str, Any], cwd: Path) -> list[str]:
+    """Run the workflow's pytest step with ``.venv/bin/python`` a stub that prints its arguments:
+    the command line the step builds from ``ctx`` (its inputs and variables)."""
+    (gated,) = [s for s in load(workflow)["jobs"][step]["steps"] if "pytest" in s.get("run", "")]
+    stub = cwd / ".venv" / "bin" / "python"
+    stub.parent.mkdir(parents=True, exist_ok=True)
+    stub.write_text('#!/bin/sh\nprintf "%s\\n" "$@"\n')
+    stub.chmod(stub.stat().st_mode | stat.S_IEXEC)
+    env = {k: interpolate(str(v), ctx) for k, v in gated["env"].items()}
+    done = subprocess.run(
+        ["bash", "-euo", "pipefail", "-c", gated["run"]],
+        cwd=cwd, env={**os.environ, **env}, capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    return done.stdout.splitlines()
+
+
 @pytest.mark.parametrize(("workflow", "step"), [("gate.yml", "gate"), ("nightly.yml", "full")])
 def test_redaction_is_passed_when_the_repository_variable_says_so(
     workflow: str, step: str, tmp_path: Path
 ) -> None:
-    (gated,) = [s for s in load(workflow)["jobs"][step]["steps"] if "pytest" in s.get("run", "")]
-    stub = tmp_path / ".venv" / "bin" / "python"
-    stub.parent.mkdir(parents=True)
-    stub.write_text('#!/bin/sh\nprintf "%s\\n" "$@"\n')
-    stub.chmod(stub.stat().st_mode | stat.S_IEXEC)
     for value, redacted in (("true", True), ("false", False), ("", False)):
-        ctx = {"vars": {"KERNELGATE_REDACT": value}}
-        env = {k: interpolate(str(v), ctx) for k, v in gated["env"].items()}
-        done = subprocess.run(
-            ["bash", "-euo", "pipefail", "-c", gated["run"]],
-            cwd=tmp_path, env={**os.environ, **env}, capture_output=True, text=True, check=True,
-        )  # fmt: skip
-        assert ("--kernelgate-redact" in done.stdout.splitlines()) == redacted, value
+        ctx: dict[str, Any] = {"vars": {"KERNELGATE_REDACT": value}}
+        if workflow == "gate.yml":  # the step is kernelgate.yml's, its inputs gate.yml's with:
+            argv = gate_step_argv(CALLED, step, {"inputs": called_inputs(ctx)} | ctx, tmp_path)
+        else:
+            argv = gate_step_argv(workflow, step, ctx, tmp_path)
+        assert ("--kernelgate-redact" in argv) == redacted, value
+
+
+def test_the_reusable_workflows_inputs_reach_the_pytest_command(tmp_path: Path) -> None:
+    """Another repository's test path, matrix set, baseline folder and extra arguments end up on
+    the gate's pytest command line, each as one argument; the defaults give this repository's."""
+    inputs = called_inputs({"vars": {}}) | {
+        "tests": "perf/test_tiny.py perf/test_other.py",
+        "matrix-set": "nightly set",
+        "baseline-dir": "perf baselines",
+        "pytest-args": "-k tiny --kernelgate-only model=tiny",
+        "workers": "auto",
+        "device": "cpu",
+        "redact": True,
+    }
+    argv = gate_step_argv(CALLED, "gate", {"inputs": inputs}, tmp_path)
+    assert argv[:4] == ["-m", "pytest", "perf/test_tiny.py", "perf/test_other.py"]
+    pairs = list(itertools.pairwise(argv))
+    for pair in [  # (option, value) pairs, or one argument
+        ("--kernelgate-matrix", "nightly set"),
+        ("--kernelgate-baseline-dir", "perf baselines"),
+        ("-k", "tiny"),
+        ("--kernelgate-only", "model=tiny"),
+        ("-n", "auto"),
+        ("--kernelgate-device=cpu",),
+        ("--kernelgate-report-dir", ".kernelgate/report"),
+    ]:
+        assert (pair in pairs) if len(pair) == 2 else (pair[0] in argv), pair
+    assert "--kernelgate-redact" in argv
+    default = gate_step_argv(CALLED, "gate", {"inputs": called_inputs({"vars": {}})}, tmp_path)
+    assert default[:3] == ["-m", "pytest", "benchmarks"] and "--kernelgate-matrix" not in default
+    assert "--kernelgate-device=cuda" in default
+    assert ("--kernelgate-baseline-dir", "baselines") in itertools.pairwise(default)
 
 
 def test_the_expression_evaluator_follows_github() -> None:

@@ -184,6 +184,10 @@ def test_two_workers_save_compare_fail_and_report_as_one_process(
     passed = pytester.runpytest_subprocess(*BASE, *WIDE, "-n", "2")
     passed.assert_outcomes(passed=2)
     passed.stdout.fnmatch_lines(["*│ tiny-32 *│ total *", "*│ tiny-40 *│ total *"])
+    # the controller prints a line per finished test as the workers report them
+    progress = [line for line in passed.stdout.lines if line.startswith("kernelgate [")]
+    assert [line.split(": ")[0] for line in progress][-1].startswith("kernelgate [2/2] test_tiny[")
+    assert all(": passed (" in line for line in progress), progress
     report = pytester.path / ".kernelgate" / "report"
     markdown = (report / "report.md").read_text()
     assert "no regression in 2 benchmark(s)" in markdown

@@ -6,11 +6,10 @@ from __future__ import annotations
 
 import argparse
 import sys
-import traceback
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
-from kernelgate import __version__, cli_baseline, config, offline
+from kernelgate import __version__, cli_baseline, config, exits, offline
 from kernelgate.baseline import hosts as baseline_hosts
 from kernelgate.baseline import store as baseline
 from kernelgate.coldstart import command
@@ -19,8 +18,9 @@ from kernelgate.machine.identity import detect_arch_key
 from kernelgate.measure.results import Measurement
 from kernelgate.verdict import policy
 
-# exit statuses: 0 pass, 1 a verdict failed the run, 2 bad input or usage, 3 kernelgate itself failed
-INTERNAL_ERROR = 3
+# exit statuses (kernelgate.exits, README "Exit statuses"): 0 pass, 1 a verdict failed the run, 2 bad
+# input or usage, 3 kernelgate itself failed
+INTERNAL_ERROR = exits.INTERNAL_ERROR
 
 
 def _arch(args: argparse.Namespace) -> int:
@@ -189,7 +189,7 @@ def _groups(args: argparse.Namespace) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     given = list(sys.argv[1:] if argv is None else argv)
     if given[:2] == ["report", "merge"]:
-        return _guarded("report merge", lambda: _merge(given[2:]))
+        return exits.guarded("report merge", given, lambda: _merge(given[2:]))
     parser = argparse.ArgumentParser(prog="kernelgate", description=__doc__)
     parser.add_argument("--version", action="version", version=f"kernelgate {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -266,23 +266,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(given)
     if getattr(args, "rounds", 1) < 1:
         parser.error(f"--rounds {args.rounds}: give 1 or more")
-    return _guarded(args.command, lambda: int(args.run(args)))
+    return exits.guarded(args.command, given, lambda: _run(args))
 
 
-def _guarded(command: str, run: Callable[[], int]) -> int:
-    """Run a command; an unexpected exception exits INTERNAL_ERROR with the traceback, never 1
-    (a regression) or 0."""
+def _run(args: argparse.Namespace) -> int:
+    """A command; a configuration or a result file it cannot use is bad input (exit 2, one line)."""
     try:
-        return run()
-    except Exception as exc:  # a bug or an unforeseen input: never the exit status of a verdict
-        traceback.print_exc()
-        print(
-            f"kernelgate {command}: internal error ({type(exc).__name__}: {exc}). Exit status "
-            f"{INTERNAL_ERROR} is not a verdict: nothing was judged. Please report it with the "
-            f"traceback above and the version (kernelgate {__version__}).",
-            file=sys.stderr,
-        )
-        return INTERNAL_ERROR
+        return int(args.run(args))
+    except (config.ConfigError, baseline.BaselineError) as exc:
+        raise exits.InputError(str(exc)) from exc
 
 
 if __name__ == "__main__":

@@ -4,10 +4,37 @@ from __future__ import annotations
 
 import os
 import shlex
+from collections.abc import Sequence
 from pathlib import Path
 
-#: The folder of the gate benchmarks: where a printed command points when no test is known.
+#: The folder of the gate benchmarks where nothing says otherwise (this repository's).
 TESTS = "benchmarks"
+
+#: The test paths of the pytest run in this process, as typed (set by the plugin, see use_tests);
+#: None outside a run that collected gate tests.
+_RUN: list[str] | None = None
+
+
+def use_tests(paths: Sequence[str] | None) -> None:
+    """The test paths (or node ids) of this process's pytest run, as the user gave them (pytest's
+    arguments, else its ``testpaths``; none where pytest ran the folder it was started in):
+    commands printed without a known test select them. The plugin sets them when the run collects
+    gate tests and clears them (None) at its end."""
+    global _RUN
+    _RUN = None if paths is None else [p for p in paths if p and not p.startswith("-")]
+
+
+def selection() -> tuple[str, ...]:
+    """Where the gate benchmarks are, for a printed command that knows no test: the test paths of
+    this process's pytest run (a repository whose benchmarks live in ``perf/`` gets ``pytest perf
+    ...``; none, ``pytest ...``, where it ran the folder it was started in), else ``benchmarks``."""
+    return (TESTS,) if _RUN is None else tuple(_RUN)
+
+
+def default_target() -> str:
+    """The first of :func:`selection`, or ``.``: the target of a command about one test when its
+    node id is not known."""
+    return next(iter(selection()), ".")
 
 
 def record_command(*targets: str) -> str:
@@ -15,8 +42,8 @@ def record_command(*targets: str) -> str:
     --kernelgate-save``, each target (a test file, or a node id such as
     ``benchmarks/test_yolo.py::test_yolo[yolov8n-fp16-bs1-640]``) quoted for a POSIX shell. A node
     id selects exactly that test, where ``-k NAME`` would also pick ``NAME-graph``; with no target,
-    the whole benchmark folder."""
-    return shlex.join(["pytest", *(targets or (TESTS,)), "--kernelgate-save"])
+    the run's test paths (:func:`selection`)."""
+    return shlex.join(["pytest", *(targets or selection()), "--kernelgate-save"])
 
 
 def node_target(nodeid: str, rootdir: Path | None = None, cwd: Path | None = None) -> str:

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from kernelgate import config
+from kernelgate import config, exits
 from kernelgate.baseline import store as baseline
 from kernelgate.coldstart import phases as coldstart
 from kernelgate.coldstart import runner as coldrunner
@@ -53,7 +53,7 @@ def _gate(
 def spec_of(args: argparse.Namespace, device: str) -> coldstart.ChildSpec:
     options = json.loads(args.compile_options) if args.compile_options else {}
     if not isinstance(options, dict):
-        raise SystemExit(f"kernelgate coldstart: --compile-options {args.compile_options!r}: no JSON object")
+        raise exits.InputError(f"--compile-options {args.compile_options!r}: no JSON object")
     probe = args.model == coldstart.PTX_PROBE
     return coldstart.ChildSpec(
         args.model,
@@ -124,9 +124,7 @@ def run(args: argparse.Namespace) -> int:
 def pair(text: str) -> tuple[str, str]:
     key, sep, value = text.partition("=")
     if not sep or not key:
-        raise SystemExit(
-            f"kernelgate coldstart: --env {text!r}: expected KEY=VALUE, e.g. --env CUDA_CACHE_DISABLE=1"
-        )
+        raise exits.InputError(f"--env {text!r}: expected KEY=VALUE, e.g. --env CUDA_CACHE_DISABLE=1")
     return key, value
 
 

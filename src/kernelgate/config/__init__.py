@@ -16,8 +16,11 @@ from typing import Any
 
 # the commands that messages print (re-exported: every module takes them from here)
 from kernelgate.commands import TESTS as TESTS
+from kernelgate.commands import default_target as default_target
 from kernelgate.commands import node_target as node_target
 from kernelgate.commands import record_command as record_command
+from kernelgate.commands import selection as selection
+from kernelgate.commands import use_tests as use_tests
 from kernelgate.config.values import ConfigError as ConfigError
 from kernelgate.config.values import parse_choice as parse_choice
 from kernelgate.config.values import parse_floor as parse_floor

@@ -30,12 +30,15 @@ def check_gpu(f: Facts) -> list[Finding]:
         why = f"NVML: {f.nvml_error}" if f.nvml_error else "NVML lists no GPU"
         return [
             Finding(
-                Level.ERROR,
+                Level.WARN,
                 "gpu",
-                f"no CUDA GPU visible ({why}; torch.cuda.is_available() is {f.torch_gpu}): GPU kernels "
-                f"cannot be measured; kernelgate would time CPU ops against baselines/{f.key}/",
-                "run on a machine with an NVIDIA GPU and driver (check nvidia-smi and CUDA_VISIBLE_DEVICES); "
-                "for a CPU-only gate run pytest benchmarks --kernelgate-device=cpu",
+                f"CPU mode: no CUDA GPU visible ({why}; torch.cuda.is_available() is {f.torch_gpu}). "
+                "Here kernelgate times the outermost aten:: CPU ops of each layer (the matrix's cpu set, "
+                f"fp32) against baselines/{f.key}/: a gate for this machine's CPU code path, not for GPU "
+                "kernels, CUDA graphs or the CUDA JIT cache",
+                "for GPU kernels, run on a machine with an NVIDIA GPU and driver (check nvidia-smi and "
+                "CUDA_VISIBLE_DEVICES); on this one, pytest benchmarks --kernelgate-device=cpu; "
+                "kernelgate doctor --strict fails here",
             )
         ]
     i = f.identity

@@ -159,6 +159,8 @@ def render(facts: Facts, findings: Sequence[Finding], strict: bool = False, widt
     counts = {level: sum(1 for f in findings if f.level is level) for level in Level}
     code = exit_code(findings, strict)
     verdict = "fit to benchmark" if code == 0 else "NOT fit to benchmark"
+    if facts.identity is None and not facts.torch_gpu and code == 0:
+        verdict += " in CPU mode (CPU ops, not GPU kernels)"
     lines.append("")
     lines.append(
         f"{verdict}: {counts[Level.ERROR]} error(s), {counts[Level.WARN]} warning(s), "

@@ -90,11 +90,13 @@ def finish(session: pytest.Session) -> None:
         reliable = [e for e in state.measured if e.measurement.reliable]
         if state.options.save and reliable:
             write(session.config, state, path_for(state.config.baseline_dir, arch), reliable, True)
+            from kernelgate.coldstart.verdict import EXTRA_KEY
             from kernelgate.report.trace_store import keep_for_baselines
 
-            runs = [
+            runs = [  # a cold start runs in child processes and has no trace to keep
                 (e.fullname, e.measurement.arch, e.measurement.benchmark, e.measurement.total.samples)
                 for e in reliable
+                if EXTRA_KEY not in (e.benchmark.get("extra_info") or {})
             ]
             state.note(*keep_for_baselines(runs, state.options.out_dir, state.config.baseline_dir))
         elif not state.options.save:
@@ -143,15 +145,16 @@ def cases(config: pytest.Config, state: State) -> list[policy.Case]:
     judged), without a baseline, unreliable, or failed before comparing."""
     where = path_for(state.config.baseline_dir, state.arch) if state.arch else state.config.baseline_dir
     tests = _targets(config, state)
-    found = [policy.Case.of(c, tests.get(c.benchmark, cfg.TESTS)) for c in state.comparisons]
+    anywhere = cfg.default_target()  # a benchmark whose test is not known: the run's test paths
+    found = [policy.Case.of(c, tests.get(c.benchmark, anywhere)) for c in state.comparisons]
     found += [
         policy.Case(name, policy.Status.NO_BASELINE, f"no baseline in {where}",
-                    cfg.record_command(tests.get(name, cfg.TESTS)))
+                    cfg.record_command(tests.get(name, anywhere)))
         for name in state.missing
     ]  # fmt: skip
     found += [
         policy.Case(name, policy.Status.UNRELIABLE, "the profile cannot be trusted (see the test's message)",
-                    f"pytest {shlex.quote(tests.get(name, cfg.TESTS))} (run it again; docs/faults.md)")
+                    f"pytest {shlex.quote(tests.get(name, anywhere))} (run it again; docs/faults.md)")
         for name in state.unreliable
     ]  # fmt: skip
     found += [
@@ -201,15 +204,29 @@ def summary(terminalreporter: Any, config: pytest.Config) -> None:
         return
     if hasattr(config, "workeroutput"):
         return  # a pytest-xdist worker: the controller prints the summary
-    from kernelgate.report.terminal import summary_table, time_split_lines, unsettled_lines
+    from kernelgate.report.terminal import (
+        UNWRAPPED,
+        layer_table,
+        summary_table,
+        time_split_lines,
+        unsettled_lines,
+    )
 
     terminalreporter.section("kernelgate")
     measured = {e.measurement.benchmark: e.measurement for e in state.measured}
+    writer = config.get_terminal_writer()
+    color = bool(getattr(writer, "hasmarkup", False))  # a terminal (or --color=yes): its width, colours
+    width, verbosity = writer.fullwidth if color else UNWRAPPED, config.get_verbosity()
     if state.comparisons:
-        terminalreporter.write(summary_table(state.comparisons, measurements=measured))
+        table = summary_table(state.comparisons, width, measured, color=color, quiet=verbosity < 0)
+        terminalreporter.write(table)
         for line in unsettled_lines(state.comparisons):
             terminalreporter.write_line(line)
-    elif measured:
+        for comparison in state.comparisons if verbosity > 0 else ():  # -v: every layer of each
+            known = measured.get(comparison.benchmark)
+            types = {lay.name: lay.type for lay in known.layers} if known else {}
+            terminalreporter.write(layer_table(comparison, types, width, color))
+    elif measured and verbosity >= 0:
         terminalreporter.write(time_split_lines(measured.values()))
     for name in state.missing:
         terminalreporter.write_line(f"no baseline: {name}")

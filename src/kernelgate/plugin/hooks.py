@@ -79,9 +79,18 @@ def pytest_configure(config: pytest.Config) -> None:
     arch = detect_arch_key(force_cpu=opts.device == "cpu")
     cases = _cases(config, on_gpu=not arch.startswith("cpu"))
     config.stash[STATE_KEY] = State(config=gate_config, options=opts, arch=arch, cases=cases)
+    if not hasattr(config, "workerinput"):  # the process that prints: a line per finished gate test
+        from kernelgate.plugin.progress import Progress
+
+        config.pluginmanager.register(Progress(config), "kernelgate-progress")
     # pytest-benchmark's own --benchmark-compare/--benchmark-save then use the same folder.
     if getattr(config.option, "benchmark_storage", None) == DEFAULT_STORAGE:
         config.option.benchmark_storage = f"file://{gate_config.baseline_dir / arch}"
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    if config.stash.get(STATE_KEY, None) is not None:
+        cfg.use_tests(None)
 
 
 def _enabled(config: pytest.Config) -> bool:
@@ -223,14 +232,31 @@ def pytest_collection_finish(session: pytest.Session) -> None:
         state.set_gate_tests(
             [i.nodeid for i in session.items if "kernelgate" in getattr(i, "fixturenames", ())]
         )
+        if state.gate_tests:  # printed commands that know no test select this run's test paths
+            cfg.use_tests(_typed_paths(session.config))
+
+
+def _typed_paths(config: pytest.Config) -> list[str]:
+    """The run's test paths as the user gives them, relative to where pytest started: its
+    arguments or ``testpaths``; none where it ran the folder it was started in."""
+    if config.args_source is pytest.Config.ArgsSource.INVOCATION_DIR:
+        return []
+    where = config.invocation_params.dir
+    paths = []
+    for arg in config.args:
+        file, sep, rest = str(arg).partition("::")
+        paths.append((os.path.relpath(file, where) if os.path.isabs(file) else file) + sep + rest)
+    return paths
 
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, Any, Any]:
     report = yield
     state = item.config.stash.get(STATE_KEY, None)
-    if state is not None and report.skipped and item.nodeid in state.gate_tests:
-        state.add_skipped(item.nodeid)
+    if state is not None and item.nodeid in state.gate_tests:
+        report.kernelgate_gate = len(state.gate_tests)  # pytest-xdist sends it to the controller
+        if report.skipped:
+            state.add_skipped(item.nodeid)
     return report
 
 

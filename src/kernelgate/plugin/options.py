@@ -12,32 +12,22 @@ import pytest
 
 from kernelgate import config as cfg
 
+#: Each kernelgate option's pytest dest and default, filled by :func:`add`: any of them given turns
+#: the plugin on (``given``).
+DEFAULTS: dict[str, Any] = {}
+#: Options that do not turn the plugin on: the switch that turns it off.
+NOT_ENABLING = frozenset({"kernelgate_disable"})
+
 
 def given(config: pytest.Config) -> bool:
-    names = (
-        "kernelgate",
-        "kernelgate_save",
-        "kernelgate_baseline_dir",
-        "kernelgate_threshold",
-        "kernelgate_kernel_threshold",
-        "kernelgate_total_threshold",
-        "kernelgate_floor_us",
-        "kernelgate_rule",
-        "kernelgate_missing_baseline",
-        "kernelgate_on_unreliable",
-        "kernelgate_on_nothing_compared",
-        "kernelgate_on_inconclusive",
-        "kernelgate_base",
-        "kernelgate_no_confirm",
-        "kernelgate_trust_pt",
-        "kernelgate_slow_layer",
-        "kernelgate_iterations",
-        "kernelgate_redact",
-        "kernelgate_history",
-        "kernelgate_matrix",
-        "kernelgate_only",
-    )
-    return any(config.getoption(n) for n in names)
+    """Whether the command line names any ``--kernelgate*`` option (other than
+    ``--kernelgate-disable``): a value other than its default, or the option itself written out
+    (``--kernelgate-device auto``)."""
+    for dest, default in DEFAULTS.items():
+        if dest not in NOT_ENABLING and config.getoption(dest, default) != default:
+            return True
+    written = [a.split("=", 1)[0] for a in config.invocation_params.args if isinstance(a, str)]
+    return any(a.startswith("--kernelgate") and a != "--kernelgate-disable" for a in written)
 
 
 def load_config(config: pytest.Config) -> tuple[cfg.GateConfig, bool]:
@@ -103,7 +93,13 @@ def check_save(save: bool, replace_unreadable: bool, keep_round: str | None) -> 
 def add(parser: pytest.Parser) -> None:
     """Add the kernelgate group of options (``pytest --help``)."""
     group = parser.getgroup("kernelgate", "kernelgate: per-layer CUDA kernel regression gate")
-    add = group.addoption
+
+    def add(*names: str, **attrs: Any) -> None:
+        group.addoption(*names, **attrs)
+        dest = attrs.get("dest", names[0].lstrip("-").replace("-", "_"))
+        default = attrs.get("default", False if attrs.get("action") == "store_true" else None)
+        DEFAULTS[dest] = default
+
     add("--kernelgate", action="store_true", help="enable kernelgate without a [tool.kernelgate] table")
     add("--kernelgate-disable", action="store_true", help="turn kernelgate off for this run")
     add("--kernelgate-save", action="store_true", help="record baselines/<arch>/ instead of comparing")

@@ -6,8 +6,10 @@ import io
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
+from rich import box
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from kernelgate.config import Scope, record_command
 from kernelgate.measure import timesplit
@@ -22,6 +24,21 @@ if TYPE_CHECKING:
 
 KERNEL_NAME_WIDTH = 90
 KERNELS_PER_LAYER = 3
+#: A width no table reaches: a log that is no terminal gets each table at its natural width, one
+#: line per row (greppable), never wrapped to a guessed terminal width.
+UNWRAPPED = 10_000
+#: Below this terminal width the summary table drops its vertical rules.
+NARROW = 100
+#: Colours of the verdict column on a terminal (pytest's --color, NO_COLOR and FORCE_COLOR decide).
+STYLES = {
+    "regressed": "bold red",
+    "inconclusive": "yellow",
+    "ambiguous": "yellow",
+    "kernel swapped": "yellow",
+    "improved": "green",
+    "unchanged": "green",
+    "pass": "green",
+}
 
 
 def short(name: str, width: int = KERNEL_NAME_WIDTH) -> str:
@@ -183,25 +200,46 @@ def summary_table(
     comparisons: Sequence[Comparison],
     width: int = 120,
     measurements: Mapping[str, Measurement] | None = None,
+    *,
+    color: bool = False,
+    quiet: bool = False,
 ) -> str:
     """A short table of what failed, or one line per benchmark when all passed; with
-    ``measurements`` (by benchmark id), where the time of each compared benchmark goes below it."""
-    table = Table(show_lines=False)
+    ``measurements`` (by benchmark id), where the time of each compared benchmark goes below it.
+    ``width``: the terminal's (:data:`UNWRAPPED` for a log); ``color``: verdicts coloured (ANSI);
+    ``quiet`` (pytest -q): only the failing benchmarks' rows, or one line when none failed, and
+    no time split."""
+    if quiet and not any(c.failed for c in comparisons):
+        return f"kernelgate: {len(comparisons)} benchmark(s) compared, none failed\n"
+    # a narrow terminal: no vertical rules and one space between columns, so that names fold less
+    narrow = width < NARROW
+    table = Table(
+        show_lines=False,
+        box=box.SIMPLE_HEAD if narrow else box.HEAVY_HEAD,
+        collapse_padding=narrow,
+        pad_edge=not narrow,
+        show_edge=not narrow,
+    )
     for column, justify in (
         ("benchmark", "left"),
         ("what", "left"),
         ("baseline", "right"),
         ("current", "right"),
         ("delta", "right"),
-        ("threshold", "right"),
+        ("limit" if narrow else "threshold", "right"),
         ("verdict", "left"),
     ):
-        table.add_column(column, justify="left" if justify == "left" else "right")
+        # names fold onto a second line in a narrow terminal; numbers and verdicts stay whole
+        names = column in ("benchmark", "what")
+        table.add_column(column, justify=justify, overflow="fold", no_wrap=not names)  # type: ignore[arg-type]
     for comparison in comparisons:
+        if quiet and not comparison.failed:
+            continue
         rows = [d for d in comparison.failures if d.scope is not Scope.KERNEL] or [
             d for d in comparison.deltas if d.scope is Scope.TOTAL
         ]
         for delta in rows:
+            verdict = delta.verdict.value if not comparison.failed or delta in comparison.failures else "pass"
             table.add_row(
                 comparison.benchmark,
                 delta.figure,
@@ -209,11 +247,17 @@ def summary_table(
                 us(delta.current_us),
                 pct(delta.delta_pct),
                 rel(delta.threshold.rel),
-                delta.verdict.value if not comparison.failed or delta in comparison.failures else "pass",
+                Text(verdict, style=STYLES.get(verdict, "")),
             )
-    known = measurements or {}
+    known = {} if quiet else measurements or {}
     found = [known[c.benchmark] for c in comparisons if c.benchmark in known]
-    return _render(table, width) + time_split_lines(found)
+    return _render(table, width, color, strip=narrow) + time_split_lines(found)
+
+
+def progress_line(done: int, total: int, name: str, seconds: float, elapsed: float, verdict: str) -> str:
+    """One line per finished gate test of a run with several: where the run is, so that a long run
+    (the nightly matrix: minutes) shows something before its end. Plain text: greppable in a log."""
+    return f"kernelgate [{done}/{total}] {name}: {verdict} ({seconds:.1f} s; {elapsed:.0f} s so far)"
 
 
 def unsettled_lines(comparisons: Sequence[Comparison]) -> list[str]:
@@ -233,13 +277,24 @@ def unsettled_lines(comparisons: Sequence[Comparison]) -> list[str]:
     return lines
 
 
-def _render(table: Table, width: int) -> str:
+def _render(table: Table, width: int, color: bool = False, strip: bool = False) -> str:
     buffer = io.StringIO()
-    Console(file=buffer, width=width, force_terminal=False, color_system=None).print(table)
-    return buffer.getvalue()
+    console = Console(
+        file=buffer,
+        width=width,
+        force_terminal=color,
+        color_system="standard" if color else None,
+        no_color=not color,
+        highlight=False,
+    )
+    console.print(table)
+    text = buffer.getvalue()
+    return "".join(line.rstrip() + "\n" for line in text.splitlines()) if strip else text
 
 
-def layer_table(comparison: Comparison, layer_types: dict[str, str], width: int = 120) -> str:
+def layer_table(
+    comparison: Comparison, layer_types: dict[str, str], width: int = 120, color: bool = False
+) -> str:
     """Every layer of one benchmark (and the total) with its delta and verdict."""
     table = Table(title=f"{comparison.benchmark} on {comparison.arch}", title_justify="left")
     for column in ("layer", "type", "baseline", "current", "delta", "threshold", "verdict"):
@@ -252,6 +307,6 @@ def layer_table(comparison: Comparison, layer_types: dict[str, str], width: int 
             us(delta.current_us),
             pct(delta.delta_pct),
             rel(delta.threshold.rel),
-            delta.verdict.value,
+            Text(delta.verdict.value, style=STYLES.get(delta.verdict.value, "")),
         )
-    return _render(table, width)
+    return _render(table, width, color)

@@ -1,0 +1,74 @@
+"""A line per finished gate test while a run of several goes on (``kernelgate [3/36] test_yolo[...]:
+pass in 12.3 s (41 s so far)``): a long run, such as the nightly matrix, shows where it is before
+its end. Printed by the process that prints the summary (pytest-xdist's controller); ``-q`` turns it
+off; plain text, coloured only where pytest colours (a terminal, ``--color=yes``)."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from kernelgate.plugin.session import STATE_KEY, State
+
+
+class Progress:
+    """Registered by ``pytest_configure`` when the plugin is enabled."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+        self.start = time.monotonic()
+        self.done: set[str] = set()
+
+    @pytest.hookimpl(trylast=True)  # after pytest's own dot or PASSED
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        state = self.config.stash.get(STATE_KEY, None)
+        if state is None:
+            return
+        # in-process the state knows the gate tests; pytest-xdist's controller collects nothing
+        # and learns it from each report (a worker marks its gate tests, with its count of them)
+        marked = getattr(report, "kernelgate_gate", None)
+        total = len(state.gate_tests) if state.gate_tests else marked
+        if not total or total < 2 or (report.nodeid not in state.gate_tests and marked is None):
+            return
+        finished = report.when == "call" or (report.when == "setup" and not report.passed)
+        if not finished or report.nodeid in self.done or self.config.get_verbosity() < 0:
+            return
+        self.done.add(report.nodeid)
+        from kernelgate.report.terminal import progress_line
+
+        verdict = outcome(state, report)
+        line = progress_line(
+            len(self.done),
+            total,
+            report.nodeid.split("::")[-1],
+            report.duration,
+            time.monotonic() - self.start,
+            verdict,
+        )
+        writer = self.config.pluginmanager.get_plugin("terminalreporter")
+        if writer is not None:
+            markup = {"red": True} if report.failed else {"yellow": True} if verdict != "pass" else {}
+            if getattr(getattr(writer, "_tw", None), "width_of_current_line", 0):
+                writer.write("\n")  # after pytest's dots (write_line starts a new line only after a path)
+            writer.write_line(line, **markup)
+
+
+def outcome(state: State, report: pytest.TestReport) -> str:
+    """What the gate made of a finished test, as far as this process knows it: under pytest-xdist
+    the controller sees only the test's outcome until the workers are done."""
+    if report.failed:
+        return "FAILED"
+    if report.skipped:
+        return "skipped"
+    entry = next((e for e in reversed(state.measured) if e.fullname == report.nodeid), None)
+    if entry is None:
+        return "passed"  # a pytest-xdist worker measured it, or it measured nothing
+    name = entry.measurement.benchmark
+    if any(s.nodeid == report.nodeid for s in state.suspects):
+        return "suspect: the same-host judge decides at the end"
+    if name in state.missing:
+        return "no baseline"
+    if state.options.save:
+        return "measured, to save"
+    return "pass"

@@ -1,0 +1,119 @@
+"""README's "The first run, in order", run in that order on the CPU in a fresh clone of this
+repository: each command does what its comment says after the ones before it (once, `bash
+.ci/gate` recorded only yolov8n and the next command failed on yolo11n for want of a baseline).
+Around it, the end-to-end checks of the gate on the real benchmarks (this test took over
+test_e2e_cpu's, sharing its recorded baseline): before any baseline, a run fails naming the command
+that records it; after the walk, a slowed layer (model.2 run 9 times) fails naming model.2 only,
+in colour at the terminal's 80 columns, and pytest-benchmark's own --benchmark-compare reads the
+baseline.
+
+The clone's `.ci/setup` uses this test environment (KERNELGATE_PYTHON, and `.venv` links to it)
+instead of installing one; the cold start times one run per scenario (KERNELGATE_COLDSTART_RUNS=1)
+to keep the test short."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from wheels import source_copy
+
+pytest.importorskip("ultralytics")
+
+README = Path(__file__).parent.parent / "README.md"
+
+
+def walk() -> list[str]:
+    section = README.read_text().split("### The first run, in order\n", 1)[1]
+    block = section.split("```bash\n", 1)[1].split("```", 1)[0]
+    return [line.split(" # ")[0].strip() for line in block.splitlines() if line.strip()]
+
+
+def git(repo: Path, *args: str) -> None:
+    subprocess.run(
+        ["git", "-c", "user.email=ci@example.com", "-c", "user.name=ci", *args],
+        cwd=repo, check=True, capture_output=True,
+    )  # fmt: skip
+
+
+@pytest.mark.slow
+def test_the_first_run_commands_of_the_readme_work_in_order_on_the_cpu(tmp_path: Path) -> None:
+    commands = walk()
+    assert commands[0] == "bash .ci/gate" and len(commands) >= 6
+    origin = source_copy(tmp_path / "origin")
+    git(origin, "init", "-q", "-b", "main")
+    git(origin, "add", "-A")
+    git(origin, "commit", "-qm", "kernelgate")
+    clone = tmp_path / "clone"
+    git(tmp_path, "clone", "-q", str(origin), str(clone))  # origin/main: the same-host judge's base
+    (clone / ".venv").symlink_to(Path(sys.executable).parent.parent)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "KERNELGATE_"))}
+    env |= {"KERNELGATE_PYTHON": sys.executable, "KERNELGATE_COLDSTART_RUNS": "1", "COLUMNS": "100"}
+
+    def pytest_run(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "pytest", "benchmarks/test_yolo.py", "-k", "yolov8n", "-p",
+             "no:cacheprovider", "--kernelgate-device=cpu", *args],
+            cwd=clone, env=env, capture_output=True, text=True, timeout=900, check=False,
+        )  # fmt: skip
+
+    first = pytest_run()  # no baseline yet: fails, naming the test and the command that records it
+    assert first.returncode == 1, first.stdout[-3000:]
+    node = "benchmarks/test_yolo.py::test_yolo[yolov8n-fp32-bs1-160]"
+    assert f"record it with: pytest '{node}' --kernelgate-save" in first.stdout.splitlines()
+    assert "no baseline: yolov8n-fp32-bs1-160" in first.stdout.splitlines()
+    assert not list(clone.glob("baselines/cpu-*/0001_kernelgate.json"))
+    script = "\n".join(
+        f'echo "<<<{i}"; {command}; rc=$?; echo; echo ">>>{i} $rc"' for i, command in enumerate(commands)
+    )  # fmt: skip
+    done = subprocess.run(
+        ["bash", "-c", script], cwd=clone, env=env, capture_output=True, text=True, timeout=1500, check=False
+    )
+    found = re.findall(r"^<<<(\d+)\n(.*?)^>>>\1 (\d+)$", done.stdout, re.S | re.M)
+    assert len(found) == len(commands), done.stdout[-4000:] + done.stderr[-3000:]
+    outputs = {commands[int(i)]: (int(rc), text) for i, text, rc in found}
+    for command, (rc, text) in outputs.items():
+        assert rc == 0, f"{command} exited {rc}:\n{text[-4000:]}\n{done.stderr[-3000:]}"
+    gate = outputs["bash .ci/gate"][1]
+    assert "no baseline for cpu-" in gate and "recording one on this machine first" in gate
+    (baseline,) = clone.glob("baselines/cpu-*/0001_kernelgate.json")
+    assert outputs["kernelgate arch --path --cpu"][1].strip() == str(baseline.relative_to(clone))
+    doctor = outputs["kernelgate doctor"][1]
+    assert "CPU mode: no CUDA GPU visible" in doctor and "fit to benchmark in CPU mode" in doctor
+    quiet = outputs["pytest benchmarks -q"][1]
+    assert re.search(r"^kernelgate: \d+ benchmark\(s\) compared, none failed$", quiet, re.M), quiet[-3000:]
+    assert "no baseline" not in quiet
+    assert "where the time goes (medians):" not in quiet  # -q: no time split
+    assert (clone / ".kernelgate" / "offline" / "report.md").is_file()
+    groups = next(text for command, (_, text) in outputs.items() if command.startswith("kernelgate groups"))
+    assert "yolov8n-fp32-bs1-160" in groups and "yolo11n-fp32-bs1-160" in groups
+
+    saved = json.loads(baseline.read_text())
+    assert saved["kernelgate"]["schema_version"] == 2
+    bench = next(b for b in saved["benchmarks"] if b["fullname"] == node)
+    layers = [lay["name"] for lay in bench["extra_info"]["kernelgate"]["layers"]]
+    assert layers[:3] == ["input", "model.0", "model.1"] and "model.22" in layers
+    assert bench["stats"]["rounds"] >= 3
+
+    # the screen alone (tests/test_samehost_e2e.py covers the same-host judge), on a terminal of 80
+    env["COLUMNS"] = "80"
+    slowed = pytest_run("--kernelgate-slow-layer=model.2:8", "--kernelgate-no-confirm", "--color=yes")
+    out = re.sub(r"\x1b\[[0-9;]*m", "", slowed.stdout)
+    assert slowed.returncode == 1, out[-3000:]
+    assert re.search(r"REGRESSED model\.2 C2f:.*threshold 50 %, floor (1000 µs|1(\.000)? ms)", out), out[
+        -3000:
+    ]
+    assert "REGRESSED model.3 " not in out
+    section = slowed.stdout.split(" kernelgate ")[-1].split("where the time goes")[0]
+    assert "\x1b[1;31mregressed\x1b[0m" in section
+    assert max(len(re.sub(r"\x1b\[[0-9;]*m", "", line)) for line in section.splitlines()[1:]) <= 80
+
+    compat = pytest_run("--benchmark-compare")  # pytest-benchmark's own comparison reads the baseline
+    assert compat.returncode == 0, compat.stdout[-3000:]
+    assert "test_yolo[yolov8n-fp32-bs1-160] (0001_kernelg)" in compat.stdout
+    assert "test_yolo[yolov8n-fp32-bs1-160] (NOW)" in compat.stdout
