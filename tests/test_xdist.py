@@ -207,7 +207,9 @@ def test_two_workers_save_compare_fail_and_report_as_one_process(
     distributed, single = failure_messages(slowed), failure_messages(alone)
     assert sorted(distributed) == ["test_tiny[32]", "test_tiny[40]"]
     assert masked(distributed) == masked(single)
-    assert "REGRESSED lastconv Conv2d" in distributed["test_tiny[32]"]
+    # the slowed layer is named: its CPU time, or (a noisy 2-core machine left that ambiguous at p=0.01
+    # over 8 iterations) its host time, which the 30 extra runs move as much
+    assert re.search(r"REGRESSED (host time of )?lastconv Conv2d", distributed["test_tiny[32]"])
     doc = json.loads((report / "report.json").read_text())
     assert doc["failed"] and [b["benchmark"] for b in doc["benchmarks"]] == ["tiny-32", "tiny-40"]
 
