@@ -205,12 +205,12 @@ def test_round_tolerance_is_read_from_the_configuration() -> None:
 
 
 def test_the_input_copy_moving_between_processes_is_no_disagreement() -> None:
-    """The input H2D copy of the same code was 47 µs in one H100 process and 60-64 µs in the next two
+    """The input H2D copy of the same code was 47.2 µs in one H100 process and 61.6 µs in the next
     (2026-11-25): host-coupled, judged on one host, not a reason to refuse a round. A device-side
     layer moving as much still is."""
     copies = combine(
-        [measurement({"input": c, "model.0": 100.0}, {"input :: Memcpy HtoD": c}) for c in (47.0, 60.0, 64.0)]
+        [measurement({"input": c, "model.0": 100.0}, {"input :: Memcpy HtoD": c}) for c in (47.2, 61.6)]
     )
     assert rounds.disagreements(copies, GateConfig()) == []
-    layers = combine([measurement({"input": 47.0, "model.0": c}) for c in (100.0, 101.0, 136.0)])
+    layers = combine([measurement({"input": 47.0, "model.0": c}) for c in (100.0, 130.0)])
     assert [d.figure for d in rounds.disagreements(layers, GateConfig())] == ["layer model.0"]
