@@ -99,3 +99,16 @@ def test_an_unreliable_reason_that_names_a_kernel_is_redacted() -> None:
     reasons = (f"1 kernels ran a different number of times (e.g. {kernel.key}: ...)", "3 iterations")
     hidden = Redactor().measurement(dataclasses.replace(m, unreliable_reasons=reasons))
     assert hidden.unreliable_reasons == (redact.REDACTED_REASON, "3 iterations")
+
+
+def test_the_origin_and_notes_that_name_a_layer_are_redacted() -> None:
+    item = slowed_item()
+    named = dataclasses.replace(
+        item.comparison,
+        origins=("model.2",),
+        notes=("what the forward launches changed since the baseline: new add in model.2.cv1", "kept"),
+    )
+    redactor = Redactor()
+    done = redactor.comparison(named, redact.names_of(item.base, item.current))
+    assert done.origins == (redactor.layer("model.2"),) and "model.2" not in str(done.origins)
+    assert done.notes == (redact.REDACTED_NOTE, "kept")

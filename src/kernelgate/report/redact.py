@@ -150,4 +150,7 @@ class Redactor:
             return REDACTED_NOTE if any(n in text for n in names) else text
 
         deltas = tuple(dataclasses.replace(self.delta(d), note=scrub(d.note)) for d in c.deltas)
-        return dataclasses.replace(c, deltas=deltas, notes=tuple(scrub(n) for n in c.notes))
+        notes = tuple(scrub(n) for n in c.notes)
+        return dataclasses.replace(
+            c, deltas=deltas, notes=notes, origins=tuple(self.layer(o) for o in c.origins)
+        )
