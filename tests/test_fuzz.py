@@ -271,8 +271,14 @@ def test_swapping_baseline_and_current_swaps_new_and_missing(a: Measurement, b: 
 def test_where_the_floor_decides_regressed_one_way_is_improved_the_other(
     a: Measurement, b: Measurement, floor: float
 ) -> None:
-    # 1e-9 of at most 1e4 µs is far below any floor used here: the floor alone sets the limit.
-    cfg = GateConfig(layer_threshold=1e-9, kernel_threshold=1e-9, total_threshold=1e-9, floor_us=floor + 1e-3)
+    # 1e-9 of at most 1e4 µs is far below any floor used here: the floor alone sets the limit. Every
+    # relative threshold, the host-coupled layers' (``input``) included: a relative limit is not
+    # symmetric (1092 -> 1311 µs is +20 %, 1311 -> 1092 µs is -16.7 %: over 20 % one way only).
+    cfg = GateConfig(
+        layer_threshold=1e-9, host_threshold=1e-9, kernel_threshold=1e-9, total_threshold=1e-9,
+        host_layer_threshold=1e-9, wall_threshold=1e-9, floor_us=floor + 1e-3,
+        host_floor_us=floor + 1e-3, wall_floor_us=floor + 1e-3,
+    )  # fmt: skip
     forward = verdicts(a, b, cfg, judge=median_rule)
     backward = verdicts(b, a, cfg, judge=median_rule)
     mirror = {Verdict.REGRESSED: Verdict.IMPROVED, Verdict.IMPROVED: Verdict.REGRESSED}
