@@ -22,7 +22,15 @@ def _no_xdist_worker_environment(monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.delenv(name)
 
 
+def _starts_processes(item: pytest.Item) -> bool:
+    """A test that runs pytest (or the gate) in processes of its own: seconds to a minute each."""
+    return "pytester" in getattr(item, "fixturenames", ()) or item.get_closest_marker("slow") is not None
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    # the tests that start processes first (in their order), the unit tests after them: under
+    # `-n 2 --dist worksteal` (.ci/run) no minute-long test starts last while the other worker idles
+    items.sort(key=lambda item: not _starts_processes(item))
     gpu_items = [item for item in items if item.get_closest_marker("gpu")]
     if not gpu_items:
         return
