@@ -29,7 +29,7 @@ def _starts_processes(item: pytest.Item) -> bool:
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     # the tests that start processes first (in their order), the unit tests after them: under
-    # `-n 2 --dist worksteal` (.ci/run) no minute-long test starts last while the other worker idles
+    # `-n 2` (.ci/run) no minute-long test starts last while the other worker idles
     items.sort(key=lambda item: not _starts_processes(item))
     gpu_items = [item for item in items if item.get_closest_marker("gpu")]
     if not gpu_items:
