@@ -158,7 +158,7 @@ def framed(messages: dict[str, str]) -> dict[str, str]:
     kept = {}
     for name, text in masked(messages).items():
         head, *rest = text.splitlines()
-        lines = [head.split(": ")[0] + ": " + head.split(": ")[1]]
+        lines = [": ".join(head.split(": ")[:2])]
         lines += [line for line in rest if line.startswith(("  note:", "  baseline:", "  if this change"))]
         kept[name] = "\n".join(lines)
     return kept

@@ -31,9 +31,9 @@ from kernelgate.verdict.delta import Delta as Delta
 from kernelgate.verdict.delta import Judge as Judge
 from kernelgate.verdict.delta import Judgement as Judgement
 from kernelgate.verdict.delta import Verdict as Verdict
+from kernelgate.verdict.delta import by_layer, matched, pair
 from kernelgate.verdict.delta import fail_set as fail_set
 from kernelgate.verdict.delta import mann_whitney_p as mann_whitney_p
-from kernelgate.verdict.delta import matched, pair
 from kernelgate.verdict.delta import median_rule as median_rule
 from kernelgate.verdict.delta import noise_aware_rule as noise_aware_rule
 from kernelgate.verdict.delta import round_spread as round_spread
@@ -74,8 +74,8 @@ def compare(
     )
     layers = matched(
         Scope.LAYER,
-        {lay.name: (lay.name, lay.time, None) for lay in baseline.layers},
-        {lay.name: (lay.name, lay.time, None) for lay in current.layers},
+        by_layer(baseline.layers),
+        by_layer(current.layers),
         limit,
         chosen,
     )

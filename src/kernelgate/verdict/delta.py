@@ -6,13 +6,13 @@
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from kernelgate.baseline.rounds import majority_spread
 from kernelgate.config import GateConfig, Policy, Scope, Threshold
-from kernelgate.measure.results import Dist
+from kernelgate.measure.results import Dist, LayerStat
 
 DEFAULT_ALPHA = 0.01
 MIN_SAMPLES_FOR_TEST = 3
@@ -247,6 +247,11 @@ def pair(
         p_value=judgement.p_value,
         noise_pct=judgement.noise_pct,
     )
+
+
+def by_layer(layers: Iterable[LayerStat]) -> dict[str, Item]:
+    """Layers (device- or host-side) as :func:`matched` pairs them: by name, with no call count."""
+    return {lay.name: (lay.name, lay.time, None) for lay in layers}
 
 
 def matched(

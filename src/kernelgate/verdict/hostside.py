@@ -14,7 +14,7 @@ from dataclasses import replace
 from kernelgate.config import GateConfig, Scope, Threshold
 from kernelgate.measure import hosttime
 from kernelgate.measure.results import Measurement
-from kernelgate.verdict.delta import Comparison, Delta, Judge, Verdict, matched, pair
+from kernelgate.verdict.delta import Comparison, Delta, Judge, Verdict, by_layer, matched, pair
 
 DEVICE_SCOPES = (Scope.TOTAL, Scope.LAYER, Scope.KERNEL)
 
@@ -55,8 +55,8 @@ def deltas(
         return out
     host = matched(
         Scope.HOST,
-        {lay.name: (lay.name, lay.time, None) for lay in baseline.host_layers},
-        {lay.name: (lay.name, lay.time, None) for lay in current.host_layers},
+        by_layer(baseline.host_layers),
+        by_layer(current.host_layers),
         limit,
         judge,
     )
