@@ -143,7 +143,7 @@ class GateConfig:
     # shown green is a regression let through; "warn" reports it and exits 0)
     base: str = "auto"
     confirm_min_rounds: int = 3
-    confirm_max_rounds: int = 4
+    confirm_max_rounds: int = 6
     on_inconclusive: Policy = Policy.FAIL
     # the screen suspects a benchmark at this fraction of its thresholds: a runner faster than the
     # baseline's host would otherwise hide a change just over the threshold from the judge

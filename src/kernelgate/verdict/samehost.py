@@ -24,12 +24,13 @@ import enum
 import math
 import statistics
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from kernelgate.config import GateConfig, Scope
-from kernelgate.measure.results import Measurement, combine
+from kernelgate.measure.results import Dist, Measurement, combine
 from kernelgate.measure.stages import HOST_COUPLED
 from kernelgate.verdict.compare import Comparison, Delta, Verdict, compare
+from kernelgate.verdict.delta import process_rule
 
 # A device-side layer that the screen found this much further off than the runner's median offset,
 # while base and head agree, is not a host offset (in % points, or times its threshold if larger).
@@ -55,6 +56,10 @@ class Decision:
     ab: Comparison | None = None  # base rounds vs head rounds, on this runner
     rounds: int = 0  # processes per side
     offset_pct: float | None = None  # this runner vs the baseline's host (median layer, head side)
+    # per judged figure (scope, name): the median of each process, base and head, round by round
+    processes: Mapping[tuple[Scope, str], tuple[tuple[float, ...], tuple[float, ...]]] = field(
+        default_factory=dict
+    )
 
 
 def _settled(delta: Delta, noise_us: float | None) -> bool:
@@ -76,12 +81,25 @@ def process_noise(base: Measurement, head: Measurement) -> dict[tuple[Scope, str
     """Per total, layer, host side of a layer and latency, the standard error (µs) of the difference
     of the two sides' means of their process medians: how far the A/B's move may be off, given how
     much processes differ."""
+    return {key: _standard_error(b.round_medians, h.round_medians) for key, b, h in _paired(base, head)}
+
+
+def process_medians(
+    base: Measurement, head: Measurement
+) -> dict[tuple[Scope, str], tuple[tuple[float, ...], tuple[float, ...]]]:
+    """Per total, latency, layer and host side of a layer: each process's median, base and head, in
+    the order of the rounds (what a reader checks a same-host verdict against)."""
+    return {key: (b.round_medians, h.round_medians) for key, b, h in _paired(base, head)}
+
+
+def _paired(base: Measurement, head: Measurement) -> list[tuple[tuple[Scope, str], Dist, Dist]]:
+    """The total, the latency, and each layer and host side of a layer that both sides have."""
     pairs = [((Scope.TOTAL, "total"), base.total, head.total), ((Scope.WALL, "wall"), base.wall, head.wall)]
     for scope, b_layers, h_layers in ((Scope.LAYER, base.layers, head.layers),
                                       (Scope.HOST, base.host_layers, head.host_layers)):  # fmt: skip
         found = {lay.name: lay.time for lay in h_layers}
         pairs += [((scope, lay.name), lay.time, found[lay.name]) for lay in b_layers if lay.name in found]
-    return {key: _standard_error(b.round_medians, h.round_medians) for key, b, h in pairs}
+    return pairs
 
 
 def _standard_error(base: Sequence[float], head: Sequence[float]) -> float:
@@ -151,8 +169,8 @@ def decide(
     noise = process_noise(base, head)
     # on a CPU every op is host work: an offset from the baseline's host says nothing there
     device_side = not screen.arch.startswith("cpu")
-    ab = compare(base, head, config)
-    return settle(
+    ab = compare(base, head, config, judge=lambda b, c, t: process_rule(b, c, t, alpha=config.alpha))
+    decision = settle(
         screen,
         ab,
         n,
@@ -161,6 +179,7 @@ def decide(
         noise=noise,
         check_offset=device_side,
     )
+    return None if decision is None else replace(decision, processes=process_medians(base, head))
 
 
 def settle(
@@ -245,7 +264,11 @@ def merged(screen: Comparison, decision: Decision) -> Comparison:
             else:
                 d = replace(d, verdict=Verdict.UNCHANGED, note=_offset_note(pair, decision))
         elif pair is not None and pair.verdict is Verdict.REGRESSED and d.scope is not Scope.KERNEL:
-            d = replace(d, verdict=Verdict.REGRESSED, note=_ab_note(pair, decision))
+            # within its threshold (or faster) against the stored baseline, slower from base to head on
+            # this runner: the row shows the A/B that decided it, the stored baseline in the note
+            stored = f"; against the stored baseline {_moved(d)}"
+            d = replace(pair, confirm_us=pair.current_us, confirm_base_us=pair.baseline_us,
+                        note=_ab_note(pair, decision) + stored)  # fmt: skip
         deltas.append(d)
     # what only the A/B measured (a baseline recorded before the host side was) and found regressed
     shown = {(d.scope, d.name) for d in screen.deltas}
@@ -263,10 +286,23 @@ def merged(screen: Comparison, decision: Decision) -> Comparison:
 def _ab_note(pair: Delta, decision: Decision) -> str:
     pct = "" if pair.delta_pct is None else f" ({pair.delta_pct:+.1f} %)"
     role = f"; {pair.note}" if pair.note else ""
+    each = decision.processes.get((pair.scope, pair.name))
+    shown = ""
+    if each is not None:
+        shown = f" (each process, round by round: base {_list(each[0])} | head {_list(each[1])} µs)"
     return (
         f"confirmed on this runner: base {pair.baseline_us or 0:.1f} µs -> head {pair.current_us or 0:.1f} µs"
-        f"{pct}, {decision.rounds} process(es) per side{role}"
+        f"{pct}, {decision.rounds} process(es) per side{shown}{role}"
     )
+
+
+def _moved(d: Delta) -> str:
+    pct = "" if d.delta_pct is None else f" ({d.delta_pct:+.1f} %)"
+    return f"{d.baseline_us or 0:.1f} µs -> {d.current_us or 0:.1f} µs{pct}"
+
+
+def _list(values: Sequence[float]) -> str:
+    return " ".join(f"{v:.1f}" for v in values)
 
 
 def _offset_note(pair: Delta | None, decision: Decision) -> str:
