@@ -118,3 +118,17 @@ def test_a_slower_latency_in_every_head_process_is_a_regression_with_each_proces
     assert row.delta_pct is not None and row.delta_pct > 20
     assert "against the stored baseline" in row.note
     assert "each process, round by round: base" in row.note
+
+
+# per-process medians kept by the judge (samehost.json) on an H100, host 1752824029579, 2026-11-25
+SLEEP_BASE = [193.8, 273.9, 184.1]  # host time of yolo11n fp32's model.9 (SPPF), µs
+SLEEP_HEAD = [475.0, 472.2, 477.7]  # ... with a 0.2 ms time.sleep in its forward
+AA_BASE = [5480.0, 5650.0, 5802.0, 5350.0]  # yolov8n fp16's latency, µs, an A/A run
+AA_HEAD = [5416.0, 7056.0, 5593.0, 5585.0]
+
+
+def test_the_measured_processes_a_sleep_fails_at_three_rounds_the_a_a_does_not() -> None:
+    host = Threshold(0.5, 20.0)  # host_layer_threshold, host_floor_us
+    found = process_rule(processes(SLEEP_BASE), processes(SLEEP_HEAD, seed=1), host)
+    assert found.verdict is Verdict.REGRESSED, found
+    assert process_rule(processes(AA_BASE), processes(AA_HEAD, seed=1), WALL).verdict is Verdict.UNCHANGED
