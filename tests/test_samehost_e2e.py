@@ -13,6 +13,7 @@ slowdowns large (Upsample's forward 30 times).
 
 from __future__ import annotations
 
+import json
 import subprocess
 from pathlib import Path
 
@@ -94,7 +95,15 @@ def test_a_committed_slowdown_is_confirmed_on_this_machine(pytester: pytest.Pyte
     assert "same-host judge: base" in out and "(merge base of HEAD and main)" in out
     result.stdout.fnmatch_lines(["*REGRESSION (same-host A/B): base -> head on this runner: *model.1*"])
     result.stdout.fnmatch_lines(["*REGRESSED model.1? Upsample:*confirmed on this runner: base * -> head *"])
+    # each process's figure, round by round, in the line and in samehost.json
+    each = "(each process, round by round: base * | head * µs)"
+    result.stdout.fnmatch_lines([f"*REGRESSED model.1? Upsample:*{each}*"])
     assert "INCONCLUSIVE" not in out
+    kept = json.loads((pytester.path / ".kernelgate" / "samehost.json").read_text())
+    (suspect,) = kept["suspects"]
+    assert len(suspect["base"]) == len(suspect["head"]) >= 2  # confirm_min_rounds = 2 here
+    assert [p["first"] for p in suspect["base"]][:2] == [True, False]  # base, head, then head, base
+    assert all(p["wall_us"] > 0 and p["total_us"] > 0 and "model.1" in p["host_us"] for p in suspect["head"])
 
 
 @pytest.mark.slow

@@ -243,6 +243,7 @@ class Judge:
                 if found is not None:
                     decided[s.nodeid] = found
             pending = [s for s in pending if s.nodeid not in decided]
+            self._write_processes(suspects, base, head)  # after each round: a run cut short keeps them
             still = ", ".join(s.screen.benchmark for s in pending)
             self.log(f"kernelgate: same-host round {r + 1}: {time.monotonic() - start:.1f} s, "
                      f"{len(pending)} suspect(s) still open{': ' + still if still else ''}")  # fmt: skip
@@ -252,7 +253,6 @@ class Judge:
             decided[s.nodeid] = samehost.unsettled(
                 s.screen.benchmark, f"not settled after {cfg.confirm_max_rounds} round(s) per side"
             )
-        self._write_processes(suspects, base, head)
         return decided
 
     def _write_processes(self, suspects: Sequence[Suspect], base: Side, head: Side) -> None:
