@@ -62,6 +62,28 @@ def run_step(name: str, inputs: dict[str, Any], repo: Path, **extra: str) -> sub
     )  # fmt: skip
 
 
+def test_the_step_form_in_the_readme_is_the_adopters_workflow_and_lints_clean() -> None:
+    """README's lines for the composite action are the job of tests/adopter's perf-step.yml; the
+    inputs they give exist in action.yml; actionlint and zizmor find nothing in that workflow."""
+    workflow = ADOPTER / ".github" / "workflows" / "perf-step.yml"
+    job = yaml.safe_load(workflow.read_text())["jobs"]["perf"]
+    section = README.read_text().split("## Adopt it in another repository", 1)[1].split("\n## ", 1)[0]
+    snippets = [yaml.safe_load(block.split("```", 1)[0]) for block in section.split("```yaml\n")[1:]]
+    assert job in snippets, "README's step-level lines differ from the adopter's perf-step.yml"
+    action = yaml.safe_load((README.parent / "action.yml").read_text())
+    (used,) = [s for s in job["steps"] if s.get("uses", "").startswith("kernelgate/kernelgate@")]
+    assert set(used["with"]) <= set(action["inputs"]), set(used["with"]) - set(action["inputs"])
+    assert job["steps"][0]["with"]["fetch-depth"] == 0  # the judge's base commit needs the history
+    env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"}
+    config = ADOPTER / ".github" / "actionlint.yaml"
+    linted = subprocess.run([tool("actionlint"), "-no-color", "-config-file", str(config), str(workflow)],
+                            capture_output=True, text=True, check=False, env=env)  # fmt: skip
+    assert linted.returncode == 0, linted.stdout + linted.stderr
+    audited = subprocess.run([tool("zizmor"), "--offline", "--no-progress", str(workflow)],
+                             capture_output=True, text=True, check=False, env=env)  # fmt: skip
+    assert audited.returncode == 0 and "No findings" in audited.stdout, audited.stdout + audited.stderr
+
+
 @pytest.mark.slow
 def test_another_repository_adopts_kernelgate_through_the_workflow_and_the_wheel(
     built: tuple[Path, Path], tmp_path: Path

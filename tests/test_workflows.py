@@ -127,7 +127,9 @@ def test_actionlint_with_shellcheck_finds_nothing() -> None:
 
 
 def test_zizmor_pedantic_finds_nothing() -> None:
-    result = run(tool("zizmor"), "--offline", "--persona=pedantic", "--no-progress", ".github/workflows")
+    result = run(
+        tool("zizmor"), "--offline", "--persona=pedantic", "--no-progress", ".github/workflows", "action.yml"
+    )
     assert result.returncode == 0, result.stdout + result.stderr
     assert "No findings to report" in result.stdout
 
@@ -149,6 +151,9 @@ def test_actions_pinned_by_sha_and_permissions_declared(workflow: Path) -> None:
     for ref in re.findall(r"uses:\s*(\S+)", text):
         if ref.startswith("./.github/workflows/"):  # this repository's reusable workflow, same commit
             assert (ROOT / ref).is_file(), ref
+            continue
+        if ref == "./":  # this repository's own action (action.yml), same commit: the nightly only
+            assert workflow.name == "nightly.yml" and (ROOT / "action.yml").is_file()
             continue
         assert re.fullmatch(r"[\w.-]+/[\w.-]+@[0-9a-f]{40}", ref), (
             f"{workflow.name}: {ref} is not pinned by SHA"
@@ -187,6 +192,39 @@ def test_every_architecture_of_the_matrix_is_expected_in_the_merged_report() -> 
     assert any('-n "$WORKERS"' in s.get("run", "") for s in gate_job()["steps"])
 
 
+def test_the_action_runs_the_gate_jobs_scripts_letter_for_letter() -> None:
+    """action.yml (a step of the user's own job) and kernelgate.yml's gate job (the reusable workflow)
+    cannot share files (a reusable workflow called from another repository cannot name its own
+    commit), so the scripts are copies, and this keeps them equal; the architecture comes from the
+    matrix there and from `kernelgate arch` here."""
+    action = yaml.safe_load((ROOT / "action.yml").read_text())
+    assert action["runs"]["using"] == "composite"
+    steps = {s["name"]: s for s in action["runs"]["steps"]}
+    job = {s.get("name"): s for s in gate_job()["steps"]}
+    shared = [
+        "Is the runner fit to benchmark?",
+        "Older baselines for the history plot",
+        "Gate (kernels and cold start)",
+        "Job summary",
+        "Upload report, results and traces",
+    ]
+    for name in shared:
+        mine, theirs = steps[name], job[name]
+        assert mine.get("run") == theirs.get("run"), name
+        assert mine.get("if") == theirs.get("if"), name
+        assert mine.get("uses") == theirs.get("uses"), name
+        env = {k: v.replace("steps.arch.outputs.arch", "matrix.arch") for k, v in mine.get("env", {}).items()}
+        assert env == theirs.get("env", {}), name
+        if "run" in mine:
+            assert mine["shell"] == "bash", name
+    # every input the gate job reads is an input of the action, with the same default
+    declared = load(CALLED)[True]["workflow_call"]["inputs"]
+    used = set(re.findall(r"inputs\.([\w-]+)", yaml.safe_dump([job[n] for n in shared])))
+    for name in used:
+        mine, theirs = action["inputs"][name].get("default"), declared[name].get("default")
+        assert str(mine).lower() == str(theirs).lower(), name
+
+
 def test_the_comment_job_runs_no_pull_request_code() -> None:
     """The job with a write token only downloads the merged report and posts it."""
     gate = (ROOT / ".github" / "workflows" / CALLED).read_text()
@@ -211,6 +249,7 @@ def test_every_zizmor_auditor_finding_and_ignore_is_explained_in_fleet_md() -> N
         "--persona=auditor",
         "--format=json",
         ".github/workflows",
+        "action.yml",
     )
     assert result.returncode in (0, 11, 12, 13, 14), result.stderr
     explained = set(re.findall(r"^\| `([\w-]+)` \| `([\w.]+)` \| `([\w-]+)` \|", FLEET.read_text(), re.M))
@@ -220,7 +259,7 @@ def test_every_zizmor_auditor_finding_and_ignore_is_explained_in_fleet_md() -> N
         path = Path(where["key"]["Local"]["verbatim_path"]).name
         route = [step.get("Key") for step in where["route"]["route"]]
         found.add((finding["ident"], path, route[1] if route[:1] == ["jobs"] else "-"))
-    for workflow in WORKFLOWS:
+    for workflow in [*WORKFLOWS, ROOT / "action.yml"]:
         for ident in re.findall(r"zizmor: ignore\[([\w-]+)\]", workflow.read_text()):
             found.add((ident, workflow.name, "-"))
     assert found, "zizmor --persona auditor finds the self-hosted runners: did it run?"
@@ -329,8 +368,19 @@ def test_fork_prs_get_no_comment_and_skipped_gates_no_merge() -> None:
 
 def gate_step_argv(workflow: str, step: str, ctx: dict[str, Any], cwd: Path) -> list[str]:
     """Run the workflow's pytest step with ``.venv/bin/python`` a stub that prints its arguments:
-    the command line the step builds from ``ctx`` (its inputs and variables)."""
-    (gated,) = [s for s in load(workflow)["jobs"][step]["steps"] if "pytest" in s.get("run", "")]
+    the command line the step builds from ``ctx`` (its inputs and variables). A job that gates
+    through this repository's action (``uses: ./``) runs the action's step, its inputs from ``with:``."""
+    steps = load(workflow)["jobs"][step]["steps"]
+    found = [s for s in steps if "pytest" in s.get("run", "")]
+    if not found:
+        (used,) = [s for s in steps if s.get("uses") == "./"]
+        action = yaml.safe_load((ROOT / "action.yml").read_text())
+        defaults = {k: v.get("default", "") for k, v in action["inputs"].items()}
+        given = {k: interpolate(str(v), ctx | {"steps": {"base": {"outputs": {"sha": "abc123"}}}})
+                 for k, v in used["with"].items()}  # fmt: skip
+        ctx = ctx | {"inputs": defaults | given, "steps": {"arch": {"outputs": {"arch": "cpu"}}}}
+        found = [s for s in action["runs"]["steps"] if "pytest" in s.get("run", "")]
+    (gated,) = found
     stub = cwd / ".venv" / "bin" / "python"
     stub.parent.mkdir(parents=True, exist_ok=True)
     stub.write_text('#!/bin/sh\nprintf "%s\\n" "$@"\n')
@@ -398,3 +448,13 @@ def test_the_expression_evaluator_follows_github() -> None:
     assert evaluate("contains('abc', 'B') && startsWith('abc', 'a')", ctx) is True
     with pytest.raises(ValueError):
         evaluate("github.event ===", ctx)
+
+
+def test_the_nightly_gates_the_full_matrix_through_the_action_against_the_baselines_commit(
+    tmp_path: Path,
+) -> None:
+    argv = gate_step_argv("nightly.yml", "full", {"vars": {}}, tmp_path)
+    assert argv[:3] == ["-m", "pytest", "benchmarks/test_yolo.py"]
+    assert argv[argv.index("--kernelgate-matrix") :][:2] == ["--kernelgate-matrix", "full"]
+    assert argv[argv.index("--kernelgate-base") :][:2] == ["--kernelgate-base", "abc123"]
+    assert "--durations=0" in argv and "--kernelgate-device=cuda" in argv and "-n" not in argv
