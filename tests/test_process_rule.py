@@ -81,7 +81,10 @@ def step(wall: float, seed: int) -> Measurement:
     rng = random.Random(seed)
     layers = {name: [c * (1 + rng.uniform(-0.001, 0.001)) for _ in range(20)]
               for name, c in (("model.0", 100.0), ("model.1", 200.0))}  # fmt: skip
-    return measurement(layers=layers, wall=[wall * (1 + rng.uniform(-0.01, 0.01)) for _ in range(20)])
+    total = [sum(v[i] for v in layers.values()) for i in range(20)]
+    kernels = {f"{name}.conv :: implicit_gemm": v for name, v in layers.items()}
+    latency = [wall * (1 + rng.uniform(-0.01, 0.01)) for _ in range(20)]
+    return measurement(layers=layers, kernels=kernels, total=total, wall=latency)
 
 
 def test_the_judge_measures_more_rounds_for_odd_processes_and_passes_the_a_a() -> None:
@@ -132,3 +135,23 @@ def test_the_measured_processes_a_sleep_fails_at_three_rounds_the_a_a_does_not()
     found = process_rule(processes(SLEEP_BASE), processes(SLEEP_HEAD, seed=1), host)
     assert found.verdict is Verdict.REGRESSED, found
     assert process_rule(processes(AA_BASE), processes(AA_HEAD, seed=1), WALL).verdict is Verdict.UNCHANGED
+
+
+def test_kernelgate_ab_judges_its_rounds_as_processes() -> None:
+    """`kernelgate ab` compares two files of rounds of one runner: the process rule, as the judge;
+    `kernelgate compare` of a stored baseline keeps the rule of the screen."""
+    from factories import entry
+
+    from kernelgate.measure.results import combine
+    from kernelgate.offline import judge
+
+    base = combine([step(w, seed=i) for i, w in enumerate(BASE)])
+    head = combine([step(w, seed=10 + i) for i, w in enumerate(ODD_HEAD)])
+    name = "benchmarks/test_yolo.py::test_yolo[yolov8n-fp16-bs1-640]"
+    stored, current = {name: entry(name, base)}, {name: entry(name, head)}
+    pooled = judge(stored, current, GateConfig(), "base.json")
+    as_processes = judge(stored, current, GateConfig(), "base.json", processes=True)
+    (before,), (after,) = pooled, as_processes
+    assert before.comparison is not None and after.comparison is not None
+    assert [d.scope for d in before.comparison.failures] == [Scope.WALL]  # 3 odd head processes of 4
+    assert not after.comparison.failures

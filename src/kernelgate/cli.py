@@ -37,7 +37,7 @@ def _compare(args: argparse.Namespace) -> int:
     except (baseline.BaselineError, config.ConfigError) as exc:
         print(f"kernelgate: {exc}", file=sys.stderr)
         return 2
-    pairs = offline.judge(base, current, gate, args.baseline)
+    pairs = offline.judge(base, current, gate, args.baseline, processes=getattr(args, "processes", False))
     for pair in pairs:
         print("\n".join(offline.lines(pair, args.baseline, args.all)))
     return _decide(pairs, gate, args, len(base)).exit_code
@@ -70,9 +70,9 @@ def _ab(args: argparse.Namespace) -> int:
         return 2
     base, head = files
     print(f"kernelgate: A/B {args.base} (base) vs the working tree (head), {args.rounds} rounds each")
-    return _compare(
-        argparse.Namespace(baseline=str(base), current=str(head), config=args.config, all=args.all)
-    )
+    # each round a fresh process of each side on this runner: the process is the unit of the test
+    given = {"baseline": str(base), "current": str(head), "config": args.config, "all": args.all}
+    return _compare(argparse.Namespace(**given, processes=True))
 
 
 def _doctor(args: argparse.Namespace) -> int:

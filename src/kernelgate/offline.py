@@ -29,13 +29,14 @@ from typing import Any
 from kernelgate.baseline.store import Entry
 from kernelgate.coldstart import verdict as coldverdict
 from kernelgate.coldstart.phases import ColdStart
-from kernelgate.config import GateConfig, record_command
+from kernelgate.config import GateConfig, Threshold, record_command
 from kernelgate.machine import envdiff
 from kernelgate.measure import integrity
-from kernelgate.measure.results import Measurement
+from kernelgate.measure.results import Dist, Measurement
 from kernelgate.report.terminal import failure_message, layer_table
 from kernelgate.verdict import policy, yardstick
-from kernelgate.verdict.compare import Comparison, compare
+from kernelgate.verdict.compare import Comparison, Judge, Judgement, compare
+from kernelgate.verdict.delta import process_rule
 from kernelgate.verdict.policy import Case, ExitDecision, Status
 
 JUDGE_KEY = "kernelgate_judge"
@@ -141,9 +142,22 @@ def _recorded(base: Entry, current: Entry) -> tuple[Comparison | None, str]:
 
 
 def judge(
-    base: Mapping[str, Entry], current: Mapping[str, Entry], gate: GateConfig, where: str
+    base: Mapping[str, Entry],
+    current: Mapping[str, Entry],
+    gate: GateConfig,
+    where: str,
+    *,
+    processes: bool = False,
 ) -> list[Pair]:
-    """Every benchmark of ``current`` against its entry in ``base`` (a file at ``where``)."""
+    """Every benchmark of ``current`` against its entry in ``base`` (a file at ``where``).
+    ``processes``: the two files are rounds of one A/B on one runner (``kernelgate ab``), judged as
+    the same-host judge judges them, the process as the unit (:func:`process_rule`)."""
+    rule: Judge | None = None
+    if processes:
+
+        def rule(b: Dist, c: Dist, t: Threshold) -> Judgement:
+            return process_rule(b, c, t, alpha=gate.alpha)
+
     pairs = []
     for entry in current.values():
         m, fix = entry.measurement, record_command(entry.fullname)
@@ -167,7 +181,7 @@ def judge(
             case = Case(m.benchmark, status, "; ".join(problems), _fix(match.measurement, entry))
             pairs.append(Pair(case, None, match, entry))
             continue
-        comparison = recorded or compare(match.measurement, m, gate)
+        comparison = recorded or compare(match.measurement, m, gate, judge=rule)
         pairs.append(Pair(Case.of(comparison, entry.fullname), comparison, match, entry, note=note))
     return pairs
 
