@@ -67,10 +67,12 @@ def test_within_the_threshold_the_process_rule_changes_nothing() -> None:
 
 
 def test_process_p_edges() -> None:
-    assert process_p(processes([5.0]), processes([6.0, 6.0])) is None  # one process: no test
-    same = Dist((5.0,) * 6, (3, 3))
+    # fewer than three processes a side: no process test, the pooled rule alone
+    assert process_p(processes([5.0, 5.1]), processes([6.0, 6.0, 6.1])) is None
+    assert process_p(processes([5.0, 5.1, 5.0]), processes([6.0, 6.0])) is None
+    same = Dist((5.0,) * 6, (2, 2, 2))
     assert process_p(same, same) == 1.0
-    assert process_p(same, Dist((6.0,) * 6, (3, 3))) == 0.0
+    assert process_p(same, Dist((6.0,) * 6, (2, 2, 2))) == 0.0
     up = process_p(processes([100.0, 101.0, 99.0]), processes([110.0, 111.0, 109.0]))
     down = process_p(processes([110.0, 111.0, 109.0]), processes([100.0, 101.0, 99.0]))
     assert up == pytest.approx(down) and up is not None and up < 0.01  # one-sided, the way it moved

@@ -16,6 +16,7 @@ from kernelgate.measure.results import Dist, LayerStat
 
 DEFAULT_ALPHA = 0.01
 MIN_SAMPLES_FOR_TEST = 3
+MIN_PROCESSES = 3  # a side, for the process test (:func:`process_p`): confirm_min_rounds' default
 
 
 class Verdict(enum.Enum):
@@ -87,7 +88,10 @@ def noise_aware_rule(
 
 def process_p(baseline: Dist, current: Dist) -> float | None:
     """One-sided Welch t-test (scipy.stats) on the process medians (one per round, each a fresh
-    process), in the direction the medians moved; None with fewer than two processes a side.
+    process), in the direction the medians moved; None with fewer than ``MIN_PROCESSES`` a side
+    (then the pooled rule decides alone: with two processes a side the t-test has one or two
+    degrees of freedom, and one broken round of a CPU run, e.g. a profile that lost its ops, mutes
+    a 64-channel convolution's +99 %).
 
     The process is the unit of replication of a same-host A/B: the iterations of one process share
     its state (where its memory and threads landed, what the host did meanwhile), so pooled they
@@ -99,7 +103,7 @@ def process_p(baseline: Dist, current: Dist) -> float | None:
     the judge measures more rounds instead of deciding.
     """
     b, c = baseline.round_medians, current.round_medians
-    if len(b) < 2 or len(c) < 2:
+    if len(b) < MIN_PROCESSES or len(c) < MIN_PROCESSES:
         return None
     import statistics
 
