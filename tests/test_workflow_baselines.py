@@ -14,6 +14,7 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
+import yaml
 from gh_expressions import interpolate
 from real_data import SLOWED
 from test_workflows import load
@@ -138,8 +139,8 @@ def test_the_re_record_pr_describes_what_moved_and_is_updated_on_the_next_run(tm
 
 def test_the_history_step_keeps_each_version_with_its_samples_file_in_commit_order(tmp_path: Path) -> None:
     """Two versions before HEAD, one of schema 1 (no samples file) and one of schema 2: both kept and
-    loaded, oldest first. gate.yml (through kernelgate.yml, with its baseline-dir) and nightly.yml run
-    the same step."""
+    loaded, oldest first. gate.yml (through kernelgate.yml, with its baseline-dir) and nightly.yml
+    (through action.yml) run the same step."""
     work = tmp_path / "work"
     folder = work / "baselines" / ARCH
     folder.mkdir(parents=True)
@@ -158,8 +159,8 @@ def test_the_history_step_keeps_each_version_with_its_samples_file_in_commit_ord
         date = f"2026-11-{day}T10:00:00+00:00"
         git(work, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", str(day), "--date", date,
             env={"GIT_COMMITTER_DATE": date})  # fmt: skip
-    for workflow, job in (("kernelgate.yml", "gate"), ("nightly.yml", "full")):
-        steps = load(workflow)["jobs"][job]["steps"]
+    action = yaml.safe_load((ROOT / "action.yml").read_text())["runs"]["steps"]
+    for steps in (load("kernelgate.yml")["jobs"]["gate"]["steps"], action):
         (step,) = [s for s in steps if s.get("name") == "Older baselines for the history plot"]
         shutil.rmtree(work / ".kernelgate", ignore_errors=True)
         done = run_step(step, work, {"ARCH": ARCH, "BASELINES": "baselines"})
@@ -198,10 +199,12 @@ def test_the_nightly_judges_against_the_commit_its_baseline_was_recorded_at(tmp_
         assert done.returncode == 0, done.stderr
         assert out.read_text() == f"sha={expected}\n"
         git(work, "checkout", "-q", "--", str(path))
-    (gate,) = [s for s in steps if s.get("name") == "Gate (full matrix)"]
-    assert gate["env"]["BASE"] == "${{ steps.base.outputs.sha }}"
-    assert '--kernelgate-base "${BASE:-auto}"' in gate["run"] and "missing-baseline" not in gate["run"]
-    assert "--kernelgate-history .kernelgate/history" in gate["run"]
+    # the gate is this repository's action (action.yml), given the base the step above found
+    (gate,) = [s for s in steps if s.get("uses") == "./"]
+    assert "--kernelgate-base ${{ steps.base.outputs.sha }}" in gate["with"]["pytest-args"]
+    assert "missing-baseline" not in str(gate["with"])
+    action = (ROOT / "action.yml").read_text()
+    assert "--kernelgate-history .kernelgate/history" in action
     (checkout,) = [s for s in steps if "actions/checkout@" in s.get("uses", "")]
     assert checkout["with"]["fetch-depth"] == 0
 
