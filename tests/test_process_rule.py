@@ -14,7 +14,7 @@ from kernelgate.config import GateConfig, Scope, Threshold
 from kernelgate.measure.results import Dist, Measurement
 from kernelgate.verdict.compare import Verdict, compare
 from kernelgate.verdict.delta import noise_aware_rule, process_p, process_rule
-from kernelgate.verdict.samehost import Outcome, decide, merged
+from kernelgate.verdict.samehost import Outcome, decide, merged, still_open
 
 WALL = Threshold(0.10, 50.0)  # the latency's default threshold
 LAYER = Threshold(0.01, 0.5)
@@ -97,6 +97,9 @@ def test_the_judge_measures_more_rounds_for_odd_processes_and_passes_the_a_a() -
     head = [step(w, seed=10 + i) for i, w in enumerate([7000.0, 6700.0, 5500.0, 5505.0, 5495.0, 5510.0])]
     screen = compare(stored, head[0], config)
     assert decide(screen, stored, base[:4], head[:4], config) is None  # not settled: more rounds
+    # the judge's round line says why
+    assert still_open(base[:2], head[:2], config) == "2 of at least 3 process(es) a side"
+    assert still_open(base[:4], head[:4], config).startswith("within the noise of their limits: wall +")
     decision = decide(screen, stored, base, head, config)
     assert decision is not None and decision.outcome is Outcome.PASS, decision.reason
     assert decision.rounds == 6

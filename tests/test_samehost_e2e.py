@@ -93,6 +93,8 @@ def test_a_committed_slowdown_is_confirmed_on_this_machine(pytester: pytest.Pyte
     assert result.ret == 1
     out = result.stdout.str()
     assert "same-host judge: base" in out and "(merge base of HEAD and main)" in out
+    # the round line says what keeps a suspect open
+    result.stdout.fnmatch_lines(["*same-host round 1: *still open: * (1 of at least 2 process(es) a side)"])
     result.stdout.fnmatch_lines(["*REGRESSION (same-host A/B): base -> head on this runner: *model.1*"])
     result.stdout.fnmatch_lines(["*REGRESSED model.1? Upsample:*confirmed on this runner: base * -> head *"])
     # each process's figure, round by round, in the line and in samehost.json

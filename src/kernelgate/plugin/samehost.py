@@ -33,7 +33,7 @@ from kernelgate.coldstart.phases import ColdStart
 from kernelgate.config import Threshold, node_target
 from kernelgate.machine import sideenv
 from kernelgate.measure.results import Dist, Measurement
-from kernelgate.plugin import invocation, standby
+from kernelgate.plugin import evidence, invocation, standby
 from kernelgate.verdict import ab, samehost
 from kernelgate.verdict.compare import Comparison, Judgement, noise_aware_rule
 
@@ -213,6 +213,7 @@ class Judge:
             return {s.nodeid: samehost.unsettled(s.screen.benchmark, sides) for s in suspects}
         base, head = sides
         decided: dict[str, samehost.Decision] = {}
+        why: dict[str, str] = {}
         pending = list(suspects)
         cfg = self.state.config
         for r in range(cfg.confirm_max_rounds):
@@ -234,17 +235,25 @@ class Judge:
                     if path.is_file():
                         side.records.setdefault(s.nodeid, []).append(json.loads(path.read_text("utf-8")))
                     elif s.nodeid not in decided:
-                        why = problem or f"the {side.name} side wrote no record of {s.nodeid} (see its log)"
-                        decided[s.nodeid] = samehost.unsettled(s.screen.benchmark, why)
+                        lost = problem or f"the {side.name} side wrote no record of {s.nodeid} (see its log)"
+                        decided[s.nodeid] = samehost.unsettled(s.screen.benchmark, lost)
             pending = [s for s in pending if s.nodeid not in decided]
             for s in pending:
                 found = deciders[s.kind](s, base.records.get(s.nodeid, []), head.records.get(s.nodeid, []),
                                          r + 1 >= cfg.confirm_max_rounds)  # fmt: skip
-                if found is not None:
+                if isinstance(found, samehost.Decision):
                     decided[s.nodeid] = found
+                else:
+                    why[s.nodeid] = found  # what keeps it open
             pending = [s for s in pending if s.nodeid not in decided]
-            self._write_processes(suspects, base, head)  # after each round: a run cut short keeps them
-            still = ", ".join(s.screen.benchmark for s in pending)
+            # after each round: a run cut short keeps what it measured
+            evidence.write(self.state.options.out_dir, [
+                evidence.row(s.nodeid, s.screen.benchmark, {"base": base.records.get(s.nodeid, []),
+                                                            "head": head.records.get(s.nodeid, [])})
+                for s in suspects if s.kind == KERNEL
+            ])  # fmt: skip
+            still = ", ".join(s.screen.benchmark + (f" ({why[s.nodeid]})" if why.get(s.nodeid) else "")
+                              for s in pending)  # fmt: skip
             self.log(f"kernelgate: same-host round {r + 1}: {time.monotonic() - start:.1f} s, "
                      f"{len(pending)} suspect(s) still open{': ' + still if still else ''}")  # fmt: skip
             if not pending:
@@ -255,46 +264,22 @@ class Judge:
             )
         return decided
 
-    def _write_processes(self, suspects: Sequence[Suspect], base: Side, head: Side) -> None:
-        """Each process's medians (latency, GPU total, host time of each layer), round by round, in
-        ``<out>/samehost.json``: what the judge's verdicts rest on, for a reader who doubts one."""
-        rows: list[dict[str, Any]] = []
-        for s in suspects:
-            if s.kind != KERNEL:
-                continue
-            row: dict[str, Any] = {"nodeid": s.nodeid, "benchmark": s.screen.benchmark}
-            for side in (base, head):
-                row[side.name] = [
-                    _process(Measurement.from_json(rec), r, first=(side.name == "base") == (r % 2 == 0))
-                    for r, rec in enumerate(side.records.get(s.nodeid, []))
-                ]
-            rows.append(row)
-        out = self.state.options.out_dir
-        out.mkdir(parents=True, exist_ok=True)
-        text = json.dumps({"schema": 1, "suspects": rows}, indent=1)
-        (out / "samehost.json").write_text(text + "\n", encoding="utf-8")
 
-
-def _process(m: Measurement, r: int, *, first: bool) -> dict[str, Any]:
-    return {"round": r + 1, "first": first, "reliable": m.reliable, "wall_us": round(m.wall.median, 1),
-            "total_us": round(m.total.median, 1),
-            "host_us": {lay.name: round(lay.time.median, 1) for lay in m.host_layers}}  # fmt: skip
-
-
+# the decision, or what keeps the suspect open ("" where nothing more is known)
 Decider = Callable[[Suspect, Sequence[Mapping[str, Any]], Sequence[Mapping[str, Any]], bool],
-                   "samehost.Decision | None"]  # fmt: skip
+                   "samehost.Decision | str"]  # fmt: skip
 
 
 def decide_kernel(state: State) -> Decider:
     cfg = state.config
 
     def decide(s: Suspect, base: Sequence[Mapping[str, Any]], head: Sequence[Mapping[str, Any]],
-               final: bool) -> samehost.Decision | None:  # fmt: skip
+               final: bool) -> samehost.Decision | str:  # fmt: skip
         b = [Measurement.from_json(x) for x in base]
         h = [Measurement.from_json(x) for x in head]
         b, h = [m for m in b if m.reliable], [m for m in h if m.reliable]
-        # None: more rounds (or, after the last, inconclusive)
-        return samehost.decide(s.screen, Measurement.from_json(s.baseline), b, h, cfg, final=final)
+        found = samehost.decide(s.screen, Measurement.from_json(s.baseline), b, h, cfg, final=final)
+        return found if found is not None else samehost.still_open(b, h, cfg)  # more rounds
 
     return decide
 
@@ -318,15 +303,20 @@ def decide_coldstart(state: State) -> Decider:
         return noise_aware_rule(b, c, t, alpha=cfg.alpha)
 
     def decide_one(s: Suspect, base: Sequence[Mapping[str, Any]], head: Sequence[Mapping[str, Any]],
-                   final: bool) -> samehost.Decision | None:  # fmt: skip
+                   final: bool) -> samehost.Decision | str:  # fmt: skip
         b, h = pooled(base), pooled(head)
         if b is None or h is None or min(len(base), len(head)) < COLDSTART_MIN_ROUNDS:
-            return None
+            return f"a round in each order first ({COLDSTART_MIN_ROUNDS})"
         n = min(len(b.ok_runs), len(h.ok_runs))
         if n < cfg.confirm_min_rounds:
-            return None
+            return f"{n} of at least {cfg.confirm_min_rounds} runs a side"
         ab = coldverdict.compare_scenario(b, h, cfg, judge=rule)
-        return samehost.settle(s.screen, ab, n, final=final, check_offset=False)
+        found = samehost.settle(s.screen, ab, n, final=final, check_offset=False)
+        return (
+            found
+            if found is not None
+            else "within the noise of their limits: " + samehost.names(samehost.grey(ab, None))
+        )
 
     return decide_one
 

@@ -201,7 +201,7 @@ def settle(
     if not final and not regressed and grey(ab, noise):
         return None
     if regressed:
-        reason = f"base -> head on this runner: {_names(regressed)}"
+        reason = f"base -> head on this runner: {names(regressed)}"
         return Decision(screen.benchmark, Outcome.REGRESSION, reason, ab, n, offset_pct)
     # a figure that may be slower is a doubt; one that may be faster hides no regression
     doubtful = [d for d in deltas if d.verdict is Verdict.AMBIGUOUS and d.delta_us > 0]
@@ -210,13 +210,25 @@ def settle(
             screen.benchmark,
             Outcome.INCONCLUSIVE,
             f"after {n} process(es) per side, over threshold but inside the noise of this runner: "
-            f"{_names(doubtful)}",
+            f"{names(doubtful)}",
             ab, n, offset_pct,
         )  # fmt: skip
     doubt = offset_doubt(screen, offset_pct) if check_offset else None
     if doubt:
         return Decision(screen.benchmark, Outcome.INCONCLUSIVE, doubt, ab, n, offset_pct)
     return Decision(screen.benchmark, Outcome.PASS, "base and head agree on this runner", ab, n, offset_pct)
+
+
+def still_open(base_rounds: Sequence[Measurement], head_rounds: Sequence[Measurement],
+               config: GateConfig) -> str:  # fmt: skip
+    """What keeps a suspect open after :func:`decide` asked for more rounds: too few processes, or
+    the figures that may be slower and are not settled (shown in the judge's round line)."""
+    n = min(len(base_rounds), len(head_rounds))
+    if n < config.confirm_min_rounds:
+        return f"{n} of at least {config.confirm_min_rounds} process(es) a side"
+    base, head = combine(base_rounds[:n]), combine(head_rounds[:n])
+    ab = compare(base, head, config, judge=lambda b, c, t: process_rule(b, c, t, alpha=config.alpha))
+    return "within the noise of their limits: " + names(grey(ab, process_noise(base, head)))
 
 
 def grey(ab: Comparison, noise: Mapping[tuple[Scope, str], float] | None) -> tuple[Delta, ...]:
@@ -227,7 +239,9 @@ def grey(ab: Comparison, noise: Mapping[tuple[Scope, str], float] | None) -> tup
     )
 
 
-def _names(deltas: Sequence[Delta]) -> str:
+def names(deltas: Sequence[Delta]) -> str:
+    """``model.6 +4.3 % (origin), wall +8.2 %``: the figures as a message names them."""
+
     def role(d: Delta) -> str:
         return (
             " (origin)"
