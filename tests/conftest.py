@@ -7,10 +7,16 @@ then switches itself off in them. Each test sees an environment without them.
 
 from __future__ import annotations
 
+import copy
+import functools
 import os
+import sys
 from pathlib import Path
+from types import ModuleType
 
 import pytest
+from _pytest import pytester as _pytester
+from pytest_benchmark import plugin as _benchmark_plugin
 
 # tests/adopter/ is another repository (tests/test_adopter.py copies it and runs its own tests there)
 collect_ignore = ["adopter"]
@@ -20,6 +26,54 @@ collect_ignore = ["adopter"]
 def _no_xdist_worker_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     for name in [n for n in os.environ if n.startswith("PYTEST_XDIST_")]:
         monkeypatch.delenv(name)
+
+
+class _AsAProcess(_pytester.SysModulesSnapshot):
+    """pytester's snapshot of ``sys.modules``, restored after each in-process run (``pytester.runpytest``,
+    ``inline_run``) and after the test, made to undo what a pytest process of its own would have
+    kept to itself, and no more.
+
+    pytester drops every module a run imported, so that the next run imports its ``test_*.py`` and
+    ``conftest.py`` afresh: that would drop torch, ultralytics and the parts of kernelgate a run
+    imported too, and torch cannot be imported twice into one process. Only the modules of the
+    session's temporary folders go. The environment is put back too: ``import ultralytics`` sets
+    ``OMP_NUM_THREADS=1``, which kernelgate reads when the next run is configured.
+    """
+
+    temp = ""  # the test session's temporary folder (set by the fixture below)
+
+    def __init__(self, preserve: object = None) -> None:
+        def keep(name: str) -> bool:
+            return bool(callable(preserve) and preserve(name)) or not _in_temp(sys.modules.get(name))
+
+        super().__init__(preserve=keep)
+        self.environ = dict(os.environ)
+
+    def restore(self) -> None:
+        super().restore()
+        os.environ.clear()
+        os.environ.update(self.environ)
+
+
+# pytest-benchmark describes the CPU at the end of every session (py-cpuinfo, which starts a Python
+# process of its own for it): the in-process runs of one test process read it once, as a pytest
+# process of their own would, and each gets its own copy.
+_cpu_info = functools.cache(_benchmark_plugin.get_cpu_info)
+_benchmark_plugin.get_cpu_info = lambda: copy.deepcopy(_cpu_info())
+
+
+def _in_temp(module: ModuleType | None) -> bool:
+    where = getattr(module, "__file__", None) or next(iter(getattr(module, "__path__", None) or ()), None)
+    return where is not None and str(where).startswith(_AsAProcess.temp)
+
+
+@pytest.fixture(autouse=True)
+def _inprocess_runs_as_processes(
+    request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    if "pytester" in request.fixturenames:
+        _AsAProcess.temp = str(tmp_path_factory.getbasetemp())
+        monkeypatch.setattr(_pytester, "SysModulesSnapshot", _AsAProcess)
 
 
 def _starts_processes(item: pytest.Item) -> bool:
