@@ -1,8 +1,8 @@
 """The cold-start gate end to end on the CPU: record a baseline, then catch a slowed phase.
 
-Each step is a fresh pytest process, as in CI, and every run is a fresh child process. The fault is
-kernelgate's own (``KERNELGATE_SLOW_PHASE``: the child sleeps inside that phase); the thresholds are
-wide because imports on a shared 2-core CI machine are noisy.
+Each step is a pytest run of its own (in this process), and every cold-start run is a fresh child
+process. The fault is kernelgate's own (``KERNELGATE_SLOW_PHASE``: the child sleeps inside that
+phase); the thresholds are wide because imports on a shared 2-core CI machine are noisy.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ def test_coldstart(kernelgate):
 
 
 def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
-    return pytester.runpytest_subprocess("-p", "no:cacheprovider", "--kernelgate-device=cpu", *args)
+    return pytester.runpytest("-p", "no:cacheprovider", "--kernelgate-device=cpu", *args)
 
 
 @pytest.mark.slow

@@ -62,9 +62,9 @@ def test_a_regression_marked_xfail_or_caught_still_fails_the_run(
 ) -> None:
     monkeypatch.setenv("OMP_NUM_THREADS", "1")  # threads spinning against other work on 2 cores
     pytester.makepyfile(test_suite=SUITE)
-    pytester.runpytest_subprocess(*ARGS, "--kernelgate-save").assert_outcomes(passed=2, xpassed=1)
+    pytester.runpytest(*ARGS, "--kernelgate-save").assert_outcomes(passed=2, xpassed=1)
 
-    result = pytester.runpytest_subprocess(*ARGS, *SLOW)
+    result = pytester.runpytest(*ARGS, *SLOW)
     assert "failed" not in result.parseoutcomes()  # what pytest alone would call a green run
     out = result.stdout.str()
     # on a loaded 2-core machine a slowdown may stay inside the noise (ambiguous): never a pass
@@ -101,7 +101,7 @@ def test_crash(kernelgate):
     kernelgate.module(Crash(), torch.zeros(1), Layers({}), name="crash")
 """
     )
-    result = pytester.runpytest_subprocess(*ARGS, "--kernelgate-on-nothing-compared=warn")
+    result = pytester.runpytest(*ARGS, "--kernelgate-on-nothing-compared=warn")
     result.assert_outcomes(xfailed=1)
     assert result.ret == 1
     result.stdout.fnmatch_lines(
@@ -148,9 +148,9 @@ def test_one_run_one_answer_when_a_configuration_has_no_baseline(
     monkeypatch.setenv("OMP_NUM_THREADS", "1")
     pytester.makepyprojecttoml(WIDE)
     pytester.makepyfile(test_suite=TWO)
-    pytester.runpytest_subprocess(*ARGS, "--kernelgate-save", "-k", "test_a").assert_outcomes(passed=1)
+    pytester.runpytest(*ARGS, "--kernelgate-save", "-k", "test_a").assert_outcomes(passed=1)
 
-    result = pytester.runpytest_subprocess(*ARGS)
+    result = pytester.runpytest(*ARGS)
     result.assert_outcomes(passed=1, failed=1)
     assert result.ret == 1
     result.stdout.fnmatch_lines(

@@ -1,8 +1,9 @@
 """No silent pass: dropped profiler events, a failing profiler, nothing compared, no GPU.
 
-Each scenario runs the gate on a tiny plain module in a fresh pytest process (CPU), with the fault
-injected by a conftest.py of the test project: the trace loses the first iteration's events (as
-Kineto's "Out-of-range" records do), or torch.profiler raises (as it does where CUPTI may not run).
+Each scenario runs the gate on a tiny plain module in a pytest run of its own (in this process, CPU),
+with the fault injected by a conftest.py of the test project for the length of the run: the trace
+loses the first iteration's events (as Kineto's "Out-of-range" records do), or torch.profiler raises
+(as it does where CUPTI may not run).
 """
 
 from __future__ import annotations
@@ -45,10 +46,17 @@ def dropping_parse(path, gpu):
 
 
 kernelgate.measure.trace.parse = dropping_parse
+
+
+def pytest_unconfigure(config):
+    kernelgate.measure.trace.parse = _parse
 """
 
 PROFILER_FAILS = """
 import kernelgate.measure.profile
+
+
+_profile = kernelgate.measure.profile._profile
 
 
 def failing_profile(*args, **kwargs):
@@ -56,6 +64,10 @@ def failing_profile(*args, **kwargs):
 
 
 kernelgate.measure.profile._profile = failing_profile
+
+
+def pytest_unconfigure(config):
+    kernelgate.measure.profile._profile = _profile
 """
 
 ARGS = ("-p", "no:cacheprovider", "--kernelgate", "--kernelgate-device=cpu", "--kernelgate-iterations=3")
@@ -74,7 +86,7 @@ def test_a_profile_with_dropped_events_is_measured_again_or_fails_never_passes(
 
     # Only the first profile lost events: measured again, the second profile is saved, with a warning.
     monkeypatch.setenv("KG_DROP_ATTEMPTS", "1")
-    saved = pytester.runpytest_subprocess(*ARGS, "--kernelgate-save")
+    saved = pytester.runpytest(*ARGS, "--kernelgate-save")
     saved.assert_outcomes(passed=1, warnings=1)
     saved.stdout.fnmatch_lines(
         [
@@ -89,7 +101,7 @@ def test_a_profile_with_dropped_events_is_measured_again_or_fails_never_passes(
 
     # Every profile loses events: the benchmark fails, saying why, and is not compared.
     monkeypatch.setenv("KG_DROP_ATTEMPTS", "99")
-    result = pytester.runpytest_subprocess(*ARGS)
+    result = pytester.runpytest(*ARGS)
     result.assert_outcomes(failed=1)
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.stdout.fnmatch_lines(
@@ -121,7 +133,7 @@ def test_an_unreliable_profile_with_policy_warn_is_still_not_a_silent_pass(
     pytester.makepyfile(test_suite=SUITE)
     pytester.makeconftest(DROP_EVENTS)
     monkeypatch.setenv("KG_DROP_ATTEMPTS", "99")
-    result = pytester.runpytest_subprocess(*ARGS, "--kernelgate-save", "--kernelgate-on-unreliable=warn")
+    result = pytester.runpytest(*ARGS, "--kernelgate-save", "--kernelgate-on-unreliable=warn")
     result.assert_outcomes(passed=1, warnings=1)
     assert result.ret == pytest.ExitCode.TESTS_FAILED  # nothing was saved: the run fails
     result.stdout.fnmatch_lines(
@@ -138,7 +150,7 @@ def test_an_unreliable_profile_with_policy_warn_is_still_not_a_silent_pass(
 def test_a_failing_profiler_fails_the_benchmark_naming_the_cause(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(test_suite=SUITE)
     pytester.makeconftest(PROFILER_FAILS)
-    result = pytester.runpytest_subprocess(*ARGS)
+    result = pytester.runpytest(*ARGS)
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
         [
@@ -165,7 +177,7 @@ def test_plain():
 
 def test_a_run_that_compares_nothing_fails_by_default_and_may_warn(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(test_suite=SKIPPED)
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--kernelgate")
+    result = pytester.runpytest("-p", "no:cacheprovider", "--kernelgate")
     result.assert_outcomes(passed=1, skipped=1)
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.stdout.fnmatch_lines(
@@ -175,7 +187,7 @@ def test_a_run_that_compares_nothing_fails_by_default_and_may_warn(pytester: pyt
             'A gate that compared nothing checked nothing.*on_nothing_compared = "warn"*'
         ]
     )
-    warned = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--kernelgate-on-nothing-compared=warn")
+    warned = pytester.runpytest("-p", "no:cacheprovider", "--kernelgate-on-nothing-compared=warn")
     assert warned.ret == pytest.ExitCode.OK
     warned.stdout.fnmatch_lines(
         ["*warning: kernelgate: nothing was compared: 1 gate benchmark(s) collected*"]
@@ -185,14 +197,14 @@ def test_a_run_that_compares_nothing_fails_by_default_and_may_warn(pytester: pyt
 def test_a_run_without_gate_benchmarks_is_not_judged(pytester: pytest.Pytester) -> None:
     """Unit tests in a project with [tool.kernelgate] are not a gate run: no outcome, no failure."""
     pytester.makepyfile(test_suite="def test_plain():\n    pass\n")
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--kernelgate")
+    result = pytester.runpytest("-p", "no:cacheprovider", "--kernelgate")
     assert result.ret == pytest.ExitCode.OK
     assert "nothing was compared" not in result.stdout.str()
 
 
 def test_benchmark_skip_compares_nothing_and_fails(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(test_suite=SKIPPED.replace('@pytest.mark.skip(reason="no GPU on this runner")\n', ""))
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--kernelgate", "--benchmark-skip")
+    result = pytester.runpytest("-p", "no:cacheprovider", "--kernelgate", "--benchmark-skip")
     result.assert_outcomes(passed=1, skipped=1)
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.stdout.fnmatch_lines(["*FAILED kernelgate: nothing was compared*(1 skipped)*"])
@@ -203,9 +215,7 @@ def test_requiring_a_gpu_where_there_is_none_is_an_error_not_a_pass(pytester: py
     if torch.cuda.is_available():
         pytest.skip("this machine has a GPU")
     pytester.makepyfile(test_suite=SUITE)
-    result = pytester.runpytest_subprocess(
-        "-p", "no:cacheprovider", "--kernelgate", "--kernelgate-device=cuda"
-    )
+    result = pytester.runpytest("-p", "no:cacheprovider", "--kernelgate", "--kernelgate-device=cuda")
     result.assert_outcomes(errors=1)
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.stdout.fnmatch_lines(
@@ -219,9 +229,7 @@ def test_requiring_a_gpu_where_there_is_none_is_an_error_not_a_pass(pytester: py
 @pytest.mark.parametrize("value", ["0", "-3"])
 def test_profiling_no_iterations_is_a_usage_error(pytester: pytest.Pytester, value: str) -> None:
     pytester.makepyfile(test_suite="def test_plain():\n    pass\n")
-    result = pytester.runpytest_subprocess(
-        "-p", "no:cacheprovider", "--kernelgate", f"--kernelgate-iterations={value}"
-    )
+    result = pytester.runpytest("-p", "no:cacheprovider", "--kernelgate", f"--kernelgate-iterations={value}")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines([f"*--kernelgate-iterations {value}: profile at least 1 iteration*"])
 
@@ -264,6 +272,6 @@ def test_a_baseline_entry_that_is_unreliable_or_does_not_add_up_is_not_a_yardsti
 
 def test_collect_only_is_not_judged(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(test_suite=SKIPPED)
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--kernelgate", "--collect-only")
+    result = pytester.runpytest("-p", "no:cacheprovider", "--kernelgate", "--collect-only")
     assert result.ret == pytest.ExitCode.OK
     assert "nothing was compared" not in result.stdout.str()

@@ -41,7 +41,7 @@ def baseline_files(root: Path) -> list[Path]:
 
 def test_a_crashing_benchmark_fails_alone_and_the_others_still_save(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(test_suite=SUITE)
-    result = pytester.runpytest_subprocess(*ARGS, "--kernelgate-save")
+    result = pytester.runpytest(*ARGS, "--kernelgate-save")
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.fnmatch_lines(["*test_crash*RuntimeError: CUDA out of memory*"])
     (path,) = baseline_files(pytester.path)
@@ -51,11 +51,11 @@ def test_a_crashing_benchmark_fails_alone_and_the_others_still_save(pytester: py
 
 def test_saving_one_benchmark_keeps_the_others(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(test_suite=SUITE.replace("def test_crash", "def _crash"))
-    pytester.runpytest_subprocess(*ARGS, "--kernelgate-save").assert_outcomes(passed=1)
+    pytester.runpytest(*ARGS, "--kernelgate-save").assert_outcomes(passed=1)
     pytester.makepyfile(
         test_other=SUITE.replace("tiny-good", "tiny-other").replace("def test_crash", "def _c")
     )
-    pytester.runpytest_subprocess(*ARGS, "--kernelgate-save", "test_other.py").assert_outcomes(passed=1)
+    pytester.runpytest(*ARGS, "--kernelgate-save", "test_other.py").assert_outcomes(passed=1)
     (path,) = baseline_files(pytester.path)
     names = sorted(
         b["extra_info"]["kernelgate"]["benchmark"] for b in json.loads(path.read_text())["benchmarks"]
@@ -65,12 +65,12 @@ def test_saving_one_benchmark_keeps_the_others(pytester: pytest.Pytester) -> Non
 
 def test_a_corrupt_baseline_fails_naming_the_file_and_is_left_alone(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(test_suite=SUITE.replace("def test_crash", "def _crash"))
-    pytester.runpytest_subprocess(*ARGS, "--kernelgate-save").assert_outcomes(passed=1)
+    pytester.runpytest(*ARGS, "--kernelgate-save").assert_outcomes(passed=1)
     (path,) = baseline_files(pytester.path)
     truncated = path.read_text()[:500]
     path.write_text(truncated)
 
-    result = pytester.runpytest_subprocess(*ARGS)
+    result = pytester.runpytest(*ARGS)
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
         [
@@ -81,7 +81,7 @@ def test_a_corrupt_baseline_fails_naming_the_file_and_is_left_alone(pytester: py
     assert path.read_text() == truncated
 
     # --kernelgate-save alone does not replace it: the file may hold benchmarks this run did not measure
-    refused = pytester.runpytest_subprocess(*ARGS, "--kernelgate-save")
+    refused = pytester.runpytest(*ARGS, "--kernelgate-save")
     refused.assert_outcomes(passed=1)
     assert refused.ret == pytest.ExitCode.TESTS_FAILED
     refused.stdout.fnmatch_lines(
@@ -93,7 +93,7 @@ def test_a_corrupt_baseline_fails_naming_the_file_and_is_left_alone(pytester: py
     )
     assert path.read_text() == truncated
 
-    saved = pytester.runpytest_subprocess(*ARGS, "--kernelgate-save", "--kernelgate-replace-unreadable")
+    saved = pytester.runpytest(*ARGS, "--kernelgate-save", "--kernelgate-replace-unreadable")
     saved.assert_outcomes(passed=1)
     assert saved.ret == pytest.ExitCode.OK
     saved.stdout.fnmatch_lines(
@@ -104,7 +104,7 @@ def test_a_corrupt_baseline_fails_naming_the_file_and_is_left_alone(pytester: py
 
 def test_missing_baseline_can_be_set_to_warn(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(test_suite=SUITE.replace("def test_crash", "def _crash"))
-    result = pytester.runpytest_subprocess(*ARGS, "--kernelgate-missing-baseline=warn")
+    result = pytester.runpytest(*ARGS, "--kernelgate-missing-baseline=warn")
     result.assert_outcomes(passed=1, warnings=1)
     result.stdout.fnmatch_lines(["*MissingBaselineWarning: kernelgate: no baseline for 'tiny-good'*"])
     # The test passes, but a run that compared nothing does not: on_nothing_compared decides.
@@ -124,7 +124,7 @@ def test_layers(kernelgate):
     assert {k.name for k in result.measurement.kernels if k.layer == "0"} == {"aten::conv2d"}
 """
     )
-    pytester.runpytest_subprocess(*ARGS, "--kernelgate-save").assert_outcomes(passed=2)
+    pytester.runpytest(*ARGS, "--kernelgate-save").assert_outcomes(passed=2)
 
 
 def test_an_appended_round_that_disagrees_is_refused_unless_kept_with_a_reason(
@@ -133,12 +133,12 @@ def test_an_appended_round_that_disagrees_is_refused_unless_kept_with_a_reason(
     """Round 2 runs layer 2 thirty times over (as a GPU shared with another job might): refused, the
     file keeps its one round; kept with --kernelgate-keep-round, the reason is stored in the entry."""
     pytester.makepyfile(test_suite=SUITE.replace("def test_crash", "def _crash"))
-    pytester.runpytest_subprocess(*ARGS, "--kernelgate-save").assert_outcomes(passed=1)
+    pytester.runpytest(*ARGS, "--kernelgate-save").assert_outcomes(passed=1)
     (path,) = baseline_files(pytester.path)
     before = path.read_text()
     slow = ("--kernelgate-save", "--kernelgate-append", "--kernelgate-slow-layer=2:30")
 
-    refused = pytester.runpytest_subprocess(*ARGS, *slow)
+    refused = pytester.runpytest(*ARGS, *slow)
     assert refused.ret == pytest.ExitCode.TESTS_FAILED
     refused.stdout.fnmatch_lines(
         ["*NOT SAVED: *nothing was saved: tiny-good: round(s) * disagree with the others beyond what noise *"]
@@ -149,7 +149,7 @@ def test_an_appended_round_that_disagrees_is_refused_unless_kept_with_a_reason(
     )
     assert path.read_text() == before
 
-    kept = pytester.runpytest_subprocess(*ARGS, *slow, "--kernelgate-keep-round", "layer 2 ran 31 times")
+    kept = pytester.runpytest(*ARGS, *slow, "--kernelgate-keep-round", "layer 2 ran 31 times")
     assert kept.ret == pytest.ExitCode.OK
     kept.stdout.fnmatch_lines(["*tiny-good: kept round(s) * (layer 2 ran 31 times)*"])
     (bench,) = json.loads(path.read_text())["benchmarks"]
@@ -167,6 +167,6 @@ def test_keep_round_and_replace_unreadable_come_with_save(pytester: pytest.Pytes
         (("--kernelgate-keep-round", "x"), "*--kernelgate-keep-round * use it with --kernelgate-save*"),
         (("--kernelgate-save", "--kernelgate-keep-round", " "), "*--kernelgate-keep-round needs the reason*"),
     ):
-        result = pytester.runpytest_subprocess(*ARGS, *args)
+        result = pytester.runpytest(*ARGS, *args)
         assert result.ret == pytest.ExitCode.USAGE_ERROR
         result.stderr.fnmatch_lines([says])

@@ -347,14 +347,14 @@ def test_the_plugin_records_each_rounds_host_and_notes_a_runner_that_is_none_of_
 ) -> None:
     pytester.makepyfile(test_suite=SUITE)
     pytester.makepyprojecttoml(LOOSE)  # CPU op times swing between processes: hosts are what is tested
-    pytester.runpytest_subprocess(*ARGS, "--kernelgate-save").assert_outcomes(passed=1)
-    pytester.runpytest_subprocess(*ARGS, "--kernelgate-save", "--kernelgate-append").assert_outcomes(passed=1)
+    pytester.runpytest(*ARGS, "--kernelgate-save").assert_outcomes(passed=1)
+    pytester.runpytest(*ARGS, "--kernelgate-save", "--kernelgate-append").assert_outcomes(passed=1)
     (path,) = pytester.path.glob("baselines/cpu-*/0001_kernelgate.json")
     (saved,) = baseline.load(path).values()
     this = saved.measurement.round_hosts[0]
     assert this is not None and this.cpu == cpu_model() and this.gpu is None  # a CPU run: no GPU
     assert saved.measurement.round_hosts == (this, this)
-    quiet = pytester.runpytest_subprocess(*ARGS)
+    quiet = pytester.runpytest(*ARGS)
     quiet.assert_outcomes(passed=1)
     assert "is none of the" not in quiet.stdout.str()
     # the rounds were recorded by another runner: this one is none of its hosts
@@ -362,7 +362,7 @@ def test_the_plugin_records_each_rounds_host_and_notes_a_runner_that_is_none_of_
     data = json.loads(path.read_text())
     data["benchmarks"][0]["extra_info"]["kernelgate"]["hosts"] = [other.to_json(), other.to_json()]
     path.write_text(json.dumps(data))
-    noted = pytester.runpytest_subprocess(*ARGS)
+    noted = pytester.runpytest(*ARGS)
     noted.assert_outcomes(passed=1)
     text = " ".join(noted.stdout.str().split())
     assert f"kernelgate: this runner (host {this.id}: no GPU, CPU {cpu_model()}" in text

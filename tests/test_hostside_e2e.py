@@ -1,5 +1,5 @@
 """End to end on the CPU: a layer that waits on the host fails as host-side, naming the layer; the
-same run unchanged passes (fresh pytest processes, a small torch module; no speed is asserted: the
+same run unchanged passes (pytest runs of their own, a small torch module; no speed is asserted: the
 injected wait is 20 ms against a layer of well under 1 ms)."""
 
 from __future__ import annotations
@@ -55,10 +55,10 @@ def test_a_wait_in_one_layer_fails_host_side_and_names_the_layer(
     monkeypatch.setenv("OMP_NUM_THREADS", "1")
     pytester.makepyprojecttoml(PYPROJECT)
     pytester.makepyfile(test_suite=SUITE)
-    pytester.runpytest_subprocess(*ARGS, "--kernelgate-save").assert_outcomes(passed=1)
+    pytester.runpytest(*ARGS, "--kernelgate-save").assert_outcomes(passed=1)
 
     monkeypatch.setenv("KERNELGATE_TEST_WAIT", "1")
-    slowed = pytester.runpytest_subprocess(*ARGS)
+    slowed = pytester.runpytest(*ARGS)
     slowed.assert_outcomes(failed=1)
     out = slowed.stdout.str()
     assert "host-side: the host takes longer" in out, out[-3000:]
@@ -67,4 +67,4 @@ def test_a_wait_in_one_layer_fails_host_side_and_names_the_layer(
     slowed.stdout.fnmatch_lines(["FAILED tiny: regression: host 1 regressed*"])
 
     monkeypatch.delenv("KERNELGATE_TEST_WAIT")
-    pytester.runpytest_subprocess(*ARGS).assert_outcomes(passed=1)
+    pytester.runpytest(*ARGS).assert_outcomes(passed=1)

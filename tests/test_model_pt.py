@@ -136,10 +136,10 @@ def test_the_fixture_gates_a_pt_file_only_with_the_trust_option(pytester: pytest
     torch.save(tiny(), pytester.path / "tiny.pt")
     pytester.makepyfile(test_suite=SUITE)
     args = ("-p", "no:cacheprovider", "--kernelgate", "--kernelgate-device=cpu", "--kernelgate-iterations=2")
-    refused = pytester.runpytest_subprocess(*args, "--kernelgate-save")
+    refused = pytester.runpytest(*args, "--kernelgate-save")
     refused.assert_outcomes(failed=1)
     refused.stdout.fnmatch_lines(["*CheckpointError: tiny.pt: torch.load(weights_only=True) refused it*"])
-    trusted = pytester.runpytest_subprocess(*args, "--kernelgate-save", "--kernelgate-trust-pt")
+    trusted = pytester.runpytest(*args, "--kernelgate-save", "--kernelgate-trust-pt")
     trusted.assert_outcomes(passed=1)
     assert list(pytester.path.glob("baselines/cpu-*/0001_kernelgate.json"))
 

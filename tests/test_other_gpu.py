@@ -95,7 +95,5 @@ def test_the_option_reaches_the_session(pytester: pytest.Pytester) -> None:
             assert request.config.stash[STATE_KEY].options.allow_other_gpu is True
         """
     )
-    result = pytester.runpytest_subprocess(
-        "-p", "no:cacheprovider", "--kernelgate", "--kernelgate-allow-other-gpu"
-    )
+    result = pytester.runpytest("-p", "no:cacheprovider", "--kernelgate", "--kernelgate-allow-other-gpu")
     result.assert_outcomes(passed=1)

@@ -40,7 +40,7 @@ def test_not_enabled_without_table_or_option(pytester: pytest.Pytester) -> None:
             assert request.config.stash.get(STATE_KEY, None) is None
         """
     )
-    pytester.runpytest_subprocess("-p", "no:cacheprovider").assert_outcomes(passed=1)
+    pytester.runpytest("-p", "no:cacheprovider").assert_outcomes(passed=1)
 
 
 def test_option_enables_and_disable_wins(pytester: pytest.Pytester) -> None:
@@ -55,9 +55,9 @@ def test_option_enables_and_disable_wins(pytester: pytest.Pytester) -> None:
             assert (state is None) == bool(expected)
         """
     )
-    enabled = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--kernelgate")
+    enabled = pytester.runpytest("-p", "no:cacheprovider", "--kernelgate")
     enabled.assert_outcomes(passed=1)
-    disabled = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--kernelgate", "--kernelgate-disable")
+    disabled = pytester.runpytest("-p", "no:cacheprovider", "--kernelgate", "--kernelgate-disable")
     disabled.assert_outcomes(passed=1)
 
 
@@ -96,7 +96,7 @@ def test_any_kernelgate_option_enables_the_plugin(pytester: pytest.Pytester) -> 
 
 def test_fixture_explains_how_to_enable(pytester: pytest.Pytester) -> None:
     pytester.makepyfile("def test_gate(kernelgate):\n    pass\n")
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    result = pytester.runpytest("-p", "no:cacheprovider")
     result.assert_outcomes(errors=1)
     result.stdout.fnmatch_lines(["*kernelgate is not enabled*[tool.kernelgate]*--kernelgate*"])
 
@@ -104,7 +104,7 @@ def test_fixture_explains_how_to_enable(pytester: pytest.Pytester) -> None:
 def test_bad_threshold_is_a_usage_error_with_the_fix(pytester: pytest.Pytester) -> None:
     pytester.makepyprojecttoml('[tool.kernelgate]\nlayer_threshold = "5"\n')
     pytester.makepyfile("def test_x():\n    pass\n")
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    result = pytester.runpytest("-p", "no:cacheprovider")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*layer_threshold*'5'*ambiguous*'5%'*"])
 
@@ -135,7 +135,7 @@ def test_cli_overrides_pyproject_and_rules_apply(pytester: pytest.Pytester) -> N
             assert gate.threshold("sm90-x", "yolo11n-fp16", Scope.LAYER, "model.3").rel == 0.4
         """
     )
-    result = pytester.runpytest_subprocess(
+    result = pytester.runpytest(
         "-p",
         "no:cacheprovider",
         "--kernelgate-threshold=20%",
@@ -157,13 +157,13 @@ def test_benchmark_storage_points_at_the_arch_folder(pytester: pytest.Pytester) 
             assert storage.endswith("/baselines/" + detect_arch_key())
         """
     )
-    pytester.runpytest_subprocess("-p", "no:cacheprovider").assert_outcomes(passed=1)
+    pytester.runpytest("-p", "no:cacheprovider").assert_outcomes(passed=1)
 
 
 def test_slow_layer_option_is_validated(pytester: pytest.Pytester) -> None:
     pytester.makepyprojecttoml(ENABLED)
     pytester.makepyfile("def test_x():\n    pass\n")
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--kernelgate-slow-layer=model.2:zero")
+    result = pytester.runpytest("-p", "no:cacheprovider", "--kernelgate-slow-layer=model.2:zero")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*--kernelgate-slow-layer*model.2:zero*whole number*"])
 

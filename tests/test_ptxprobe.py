@@ -386,7 +386,7 @@ def test_probe(kernelgate, scenario):
 def test_the_probe_skips_with_its_reason_on_the_cpu(pytester: pytest.Pytester) -> None:
     pytester.makepyprojecttoml("[tool.kernelgate]\non_nothing_compared = 'warn'\n")
     pytester.makepyfile(test_suite=SUITE)
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--kernelgate-device=cpu", "-rs")
+    result = pytester.runpytest("-p", "no:cacheprovider", "--kernelgate-device=cpu", "-rs")
     result.assert_outcomes(skipped=2)
     result.stdout.re_match_lines(
         [r"SKIPPED \[2\] .*: the PTX probe is a GPU scenario \(the device is the CPU\)$"]

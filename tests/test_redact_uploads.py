@@ -112,7 +112,7 @@ def leaks(texts: dict[str, str], names: set[str]) -> dict[str, list[str]]:
 
 
 def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
-    return pytester.runpytest_subprocess(
+    return pytester.runpytest(
         "-p", "no:cacheprovider", "--kernelgate-device=cpu", "--benchmark-min-rounds=3",
         f"--kernelgate-report-dir={report_dir()}", *args,
     )  # fmt: skip

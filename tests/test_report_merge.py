@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -36,17 +37,26 @@ def synthetic(m: Measurement) -> Measurement:
     )
 
 
-@pytest.fixture
-def runners(tmp_path: Path) -> tuple[Path, Path]:
-    """The report folders two runners wrote: the H200 (regression, with traces), the synthetic one (pass)."""
+@pytest.fixture(scope="module")
+def published(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The report folders two runners wrote, under ``reports/``: the H200 (regression, with traces),
+    the synthetic one (pass). Written once for the module; each test gets its own copy (``runners``)."""
+    reports = tmp_path_factory.mktemp("published") / "reports"
     item = slowed_item()
-    h200 = tmp_path / "reports" / "kernelgate-sm90-nvidia-h200" / "report"
+    h200 = reports / "kernelgate-sm90-nvidia-h200" / "report"
     published = publish.publish([dataclasses.replace(item, base_trace=TRACE, current_trace=TRACE)], h200)
     assert published.failed and len(published.traces) == 2
     base = synthetic(grouped(entry(BASE).measurement))
-    other = tmp_path / "reports" / f"kernelgate-{SYNTHETIC}" / "report"
+    other = reports / f"kernelgate-{SYNTHETIC}" / "report"
     publish.publish([publish.Item(compare(base, base, GateConfig()), base, base)], other)
-    return h200, other
+    return reports
+
+
+@pytest.fixture
+def runners(published: Path, tmp_path: Path) -> tuple[Path, Path]:
+    """The report folders two runners wrote (a copy of ``published`` in this test's folder)."""
+    reports = shutil.copytree(published, tmp_path / "reports")
+    return reports / "kernelgate-sm90-nvidia-h200" / "report", reports / f"kernelgate-{SYNTHETIC}" / "report"
 
 
 def test_merged_markdown_golden(runners: tuple[Path, Path], tmp_path: Path) -> None:

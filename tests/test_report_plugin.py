@@ -44,9 +44,9 @@ SLOW = (
 
 
 def test_save_regress_redact_and_pass(pytester: pytest.Pytester) -> None:
-    """One session of each kind, in order (each a fresh pytest process, as in CI)."""
+    """One session of each kind, in order (each a pytest run of its own, in this process)."""
     pytester.makepyfile(test_suite=SUITE)
-    saved = pytester.runpytest_subprocess(*ARGS, "--kernelgate-save")
+    saved = pytester.runpytest(*ARGS, "--kernelgate-save")
     saved.assert_outcomes(passed=1)
     # on a CPU the profiled forwards may run slower than the timed ones: "ops > wall", no host time
     saved.stdout.fnmatch_lines(["where the time goes (medians):", "tiny: wall * CPU ops * (* %)*"])
@@ -55,20 +55,16 @@ def test_save_regress_redact_and_pass(pytester: pytest.Pytester) -> None:
     record = json.loads(path.read_text())["benchmarks"][0]["extra_info"]["kernelgate"]
     assert record["groups"] == {"firstconv": "backbone", "midrelu": "neck", "lastconv": "head"}
 
-    regressed = pytester.runpytest_subprocess(*ARGS, *SLOW)
+    regressed = pytester.runpytest(*ARGS, *SLOW)
     regressed.assert_outcomes(failed=1)
     check_regression_report(pytester.path, regressed)
 
-    redacted = pytester.runpytest_subprocess(
-        *ARGS, *SLOW, "--kernelgate-redact", "--kernelgate-report-dir=out"
-    )
+    redacted = pytester.runpytest(*ARGS, *SLOW, "--kernelgate-redact", "--kernelgate-report-dir=out")
     redacted.assert_outcomes(failed=1)
     redacted.stdout.fnmatch_lines(["*│ tiny * │ lastconv *regressed*", "report: out/report.md*"])
     check_redacted(Path(pytester.path, "out"))
 
-    passed = pytester.runpytest_subprocess(
-        *ARGS, "--kernelgate-threshold=1000%", "--kernelgate-floor-us=100000"
-    )
+    passed = pytester.runpytest(*ARGS, "--kernelgate-threshold=1000%", "--kernelgate-floor-us=100000")
     passed.assert_outcomes(passed=1)
     markdown = (pytester.path / ".kernelgate" / "report" / "report.md").read_text()
     assert markdown.splitlines()[1].startswith("### ✅ kernelgate: no regression in 1 benchmark(s) on cpu-")

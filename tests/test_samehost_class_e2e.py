@@ -1,6 +1,7 @@
 """The same-host judge for a gate test inside a class, with the user's whole invocation in every
 child, and its decision in the results file, so that ``kernelgate report`` on the same two files
-says what the run said (CPU, a small torch module, a git repository; each step a fresh process).
+says what the run said (CPU, a small torch module, a git repository; each step a pytest run of its
+own in this process, each child of the judge a fresh process).
 
 A ``-p`` plugin slows every Conv2d 21 times in every process that loads it: against the baseline
 recorded without it the screen (half of the 1000 % threshold) suspects the benchmark; base and head,
@@ -61,6 +62,10 @@ def _slow(self, x):
 torch.nn.Conv2d.forward = _slow
 with open(os.environ["KG_ARGV"], "a") as f:
     f.write(json.dumps(sys.argv) + "\\n")
+
+
+def pytest_unconfigure(config):  # the run's end: a run in the tests' own process leaves torch as it was
+    torch.nn.Conv2d.forward = _forward
 """
 
 
@@ -97,10 +102,11 @@ def test_a_gate_test_in_a_class_is_judged_with_every_option_and_report_agrees(
     git(pytester.path, "init", "-q", "-b", "main")
     commit(pytester.path, "base")
     common = ("-p", "no:cacheprovider", "--kernelgate-device=cpu", "--benchmark-min-rounds=3")
-    pytester.runpytest_subprocess(*common, "--kernelgate-save").assert_outcomes(passed=1)
+    pytester.runpytest(*common, "--kernelgate-save").assert_outcomes(passed=1)
     commit(pytester.path, "baseline")
 
-    result = pytester.runpytest_subprocess(*common, "-p", "slowconv", "--kernelgate-trust-pt")
+    pytester.syspathinsert()  # `-p slowconv`, as `python -m pytest` finds it in its folder
+    result = pytester.runpytest(*common, "-p", "slowconv", "--kernelgate-trust-pt")
     out = result.stdout.str()
     assert "1 suspect(s) against the stored baseline" in out
     assert "wrote no record" not in out, out[-3000:]

@@ -2,8 +2,8 @@
 
 On the CPU with a small torch module (no GPU needed): the pinning runs against a fake NVML that a
 conftest.py installs in every process of the run (controller, workers, confirm runs). Each pytest
-run is a fresh process, as in CI; ``OMP_NUM_THREADS=1`` keeps two CPU workers on a small machine from
-spinning against each other.
+run with ``-n`` is a fresh process, as in CI (the one without, in this process); ``OMP_NUM_THREADS=1``
+keeps two CPU workers on a small machine from spinning against each other.
 """
 
 from __future__ import annotations
@@ -221,7 +221,8 @@ def test_two_workers_save_compare_fail_and_report_as_one_process(
     slowed.assert_outcomes(failed=2)
     assert (seen / "torch.controller").read_text() == "False", "the controller must not import torch"
     assert (seen / "torch.gw0").read_text() == "True"  # the check can fail
-    alone = pytester.runpytest_subprocess(*BASE, *SLOW, "-p", "no:xdist", "--kernelgate-no-confirm")
+    # the same run without xdist (in this process: the runs above were the processes of -n 2)
+    alone = pytester.runpytest(*BASE, *SLOW, "-p", "no:xdist", "--kernelgate-no-confirm")
     alone.assert_outcomes(failed=2)
     distributed, single = failure_messages(slowed), failure_messages(alone)
     assert sorted(distributed) == ["test_tiny[32]", "test_tiny[40]"]
@@ -242,6 +243,8 @@ def test_each_worker_is_pinned_to_its_own_gpu_and_the_judge_runs_both_sides_on_o
 ) -> None:
     """Three fake H200s, CUDA_VISIBLE_DEVICES=2,0: -n auto starts two workers, on GPU 2 and GPU 0."""
     fake_gpus(pytester, monkeypatch, "h200,h200,h200", "2,0")
+    # the judge's fewest rounds (2 a side): what is checked is where its children run, not how long
+    pytester.makepyprojecttoml("[tool.kernelgate]\nconfirm_min_rounds = 2\nconfirm_max_rounds = 2\n")
     args = ("-p", "no:cacheprovider", "--kernelgate", "-n", "auto")  # device auto: torch sees no GPU here
     saved = pytester.runpytest_subprocess(*args, "--kernelgate-save")
     saved.assert_outcomes(passed=2)
