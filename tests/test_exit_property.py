@@ -26,9 +26,9 @@ pytest.importorskip("kernelgate.plugin.fixture")
 OUTCOMES = ("pass", "ambiguous", "regression", "inconclusive", "no baseline", "error")
 WRAPPERS = ("plain", "xfail", "catch", "skip_after", "raise_after_xfail", "skip_before")
 
+# torch is imported where a crash needs it: not in pytest-xdist's controller, which runs no test
 CONFTEST = """
 import pytest
-import torch
 from kernelgate.config import MissingBaseline, Scope, Threshold
 from kernelgate.models.layers import Layers
 from kernelgate.verdict.compare import Comparison, Delta, Verdict, fail_set
@@ -37,15 +37,20 @@ VERDICTS = {"pass": Verdict.UNCHANGED, "ambiguous": Verdict.AMBIGUOUS, "regressi
             "inconclusive": Verdict.INCONCLUSIVE}
 
 
-class Crash(torch.nn.Module):
-    def forward(self, x):
-        raise RuntimeError("simulated crash in the model")
+def crash():
+    import torch
+
+    class Crash(torch.nn.Module):
+        def forward(self, x):
+            raise RuntimeError("simulated crash in the model")
+
+    return Crash(), torch.zeros(1)
 
 
 def gate(kernelgate, outcome, name):
     state = kernelgate.state
     if outcome == "error":
-        kernelgate.module(Crash(), torch.zeros(1), Layers({}), name=name)
+        kernelgate.module(*crash(), Layers({}), name=name)
     if outcome == "no baseline":
         state.missing.append(name)
         if state.config.missing_baseline is MissingBaseline.FAIL:

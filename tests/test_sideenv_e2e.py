@@ -1,4 +1,4 @@
-"""A dependency upgrade in the head, end to end on the CPU (each step a fresh process, as in CI):
+"""A dependency upgrade in the head, end to end on the CPU (each child of the judge a fresh process):
 base and head pin another ``fastlib`` in requirements.txt, and the head's makes every Conv2d 21 times
 slower. The run's environment has the head's (as CI installs it); without environments of their
 own both sides of the same-host A/B would import it and agree. ``env_install`` is a ``python -c``
@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -51,6 +52,9 @@ if kgprobe.VERSION == "fastlib==2":
 
     torch.nn.Conv2d.forward = _slow
 
+    def teardown_module():  # a run in the tests' own process leaves torch as it was
+        torch.nn.Conv2d.forward = _forward
+
 
 def test_tiny(kernelgate):
     child = any(a.startswith("--kernelgate-confirm-out") for a in sys.argv)
@@ -75,10 +79,15 @@ def commit(path: Path, message: str) -> None:
 
 
 def installed(monkeypatch: pytest.MonkeyPatch, site: Path, version: str) -> None:
-    """The run's own environment holds ``fastlib`` ``version`` (a folder on PYTHONPATH)."""
+    """The run's own environment holds ``fastlib`` ``version`` (a folder on PYTHONPATH, and on this
+    process's sys.path for the runs in it)."""
     site.mkdir(exist_ok=True)
     (site / "kgprobe.py").write_text(f"VERSION = {version!r}\n")
+    # as pip does, no bytecode of the version before (its .pyc would pass for this one: the same size,
+    # and written in the same second where the run between the two took less than one)
+    shutil.rmtree(site / "__pycache__", ignore_errors=True)
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(site), os.environ.get("PYTHONPATH")])))
+    monkeypatch.syspath_prepend(str(site))
 
 
 @pytest.mark.slow
@@ -98,14 +107,14 @@ def test_a_dependency_upgrade_is_measured_with_each_sides_own_packages(
     commit(pytester.path, "base")
     common = ("-p", "no:cacheprovider", "--kernelgate-device=cpu", "--benchmark-min-rounds=3")
     installed(monkeypatch, site, "fastlib==1")
-    pytester.runpytest_subprocess(*common, "--kernelgate-save").assert_outcomes(passed=1)
+    pytester.runpytest(*common, "--kernelgate-save").assert_outcomes(passed=1)
     commit(pytester.path, "baseline")
     git(pytester.path, "checkout", "-q", "-b", "pr")
     pytester.path.joinpath("requirements.txt").write_text("fastlib==2\n")
     commit(pytester.path, "fastlib 2")
     installed(monkeypatch, site, "fastlib==2")  # CI installed the head's requirements
 
-    result = pytester.runpytest_subprocess(*common)
+    result = pytester.runpytest(*common)
     out = result.stdout.str()
     assert "the dependency files differ from the base (requirements.txt)" in out, out[-3000:]
     result.stdout.fnmatch_lines(["*kernelgate: base environment * (built in * s): torch *"])
