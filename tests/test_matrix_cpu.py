@@ -88,7 +88,7 @@ EXPECTED = {
 
 
 def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
-    return pytester.runpytest(
+    return pytester.runpytest_subprocess(
         "-p", "no:cacheprovider", "--kernelgate-device=cpu", "--benchmark-min-rounds=3",
         "--kernelgate-iterations=2", "-rs", *args,
     )  # fmt: skip

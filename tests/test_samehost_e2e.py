@@ -1,5 +1,5 @@
-"""The same-host judge end to end on the CPU, with a tiny YOLO in a git repository: each step a
-pytest run of its own (in this process), each child of the judge a fresh pytest process, as in CI.
+"""The same-host judge end to end on the CPU, with a tiny YOLO in a git repository: each step is a
+fresh pytest process, as in CI.
 
 - a slowdown committed in the head: the screen suspects it, base and head measured on this machine
   confirm it, the run exits 1 naming the layer;
@@ -55,10 +55,6 @@ torch.nn.Upsample.forward = _slow
 child = any(a.startswith("--kernelgate-confirm-out") for a in sys.argv)
 with open(os.environ.get("KG_LOADED", os.devnull), "a") as f:
     f.write(("child" if child else "parent") + "\\n")
-
-
-def pytest_unconfigure(config):  # the run's end: a run in the tests' own process leaves torch as it was
-    torch.nn.Upsample.forward = _forward
 """
 
 
@@ -75,8 +71,7 @@ def commit(path: Path, message: str) -> None:
 
 
 def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
-    pytester.syspathinsert()  # `-p slowplugin`, as `python -m pytest` finds it in its folder
-    return pytester.runpytest(
+    return pytester.runpytest_subprocess(
         "-p", "no:cacheprovider", "--kernelgate-device=cpu", "--benchmark-min-rounds=3", *args
     )  # fmt: skip
 
