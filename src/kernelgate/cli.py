@@ -215,7 +215,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         "ab", help="A/B a git ref against the working tree on this GPU (exit 1 on regression)"
     )
     ab.add_argument("--base", required=True, help="git ref to compare against, e.g. origin/main or HEAD~1")
-    ab.add_argument("--rounds", type=int, default=3, help="rounds per side, alternating (default 3)")
+    ab.add_argument(
+        "--rounds", type=int, default=3, help="rounds per side, alternating which side goes first (default 3)"
+    )
     ab.add_argument("--work", default=".kernelgate/ab", help="scratch folder (default .kernelgate/ab)")
     ab.add_argument("--config", default="pyproject.toml")
     ab.add_argument("--all", action="store_true", help="also print every layer's delta")

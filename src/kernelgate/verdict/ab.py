@@ -1,7 +1,8 @@
 """Rounds in separate processes: record a multi-round baseline, or A/B two commits on one GPU.
 
-A/B measures the base commit and the working tree in the same job, alternating rounds
-(base, head, base, head, ...) so that drift of the machine falls on both sides alike, then compares
+A/B measures the base commit and the working tree in the same job, alternating rounds and which
+side starts them (base, head, then head, base, ...: ABBA, as the same-host judge) so that drift of
+the machine, and what a process started first meets, fall on both sides alike, then compares
 the two multi-round results with the same verdict as the gate. Both sides run the installed
 kernelgate; each side's own benchmarks/ and code come from its tree. Where the dependency files
 differ between base and head (``side_envs`` in ``[tool.kernelgate]``), each side's packages come from
@@ -30,6 +31,13 @@ class Side:
     tree: Path
     baseline_dir: Path
     env: dict[str, str] | None = None  # None: this process's environment
+
+
+def order(sides: Sequence[Side], round_index: int) -> list[Side]:
+    """The sides in the order round ``round_index`` (0-based) measures them: base first in rounds 1,
+    3, 5, ..., head first in rounds 2, 4, ...: over an even number of rounds each side goes first
+    equally often."""
+    return list(sides) if round_index % 2 == 0 else list(reversed(sides))
 
 
 def pytest_round(
@@ -114,7 +122,7 @@ def run_ab(
         for side in sides:
             shutil.rmtree(side.baseline_dir, ignore_errors=True)
         for i in range(rounds):
-            for side in sides:
+            for side in order(sides, i):
                 out = work / f"out-{side.name}"
                 code = pytest_round(side.tree, side.baseline_dir, i == 0, out, args, side.env)
                 if code not in (0,):
