@@ -26,6 +26,10 @@ from wheels import source_copy
 pytest.importorskip("ultralytics")
 
 README = Path(__file__).parent.parent / "README.md"
+# Exit with the verdict of the two files they read (README says so): 1 where a figure moved past its
+# threshold, which two processes' CPU timings on a shared 2-core machine can (yolo11n's latency
+# 14.4 -> 32.5 ms in one clean-clone .ci/run, 2026-11-26, beside the other pytest-xdist worker)
+VERDICT_EXITS = ("kernelgate compare", "kernelgate report")
 
 
 def walk() -> list[str]:
@@ -78,6 +82,10 @@ def test_the_first_run_commands_of_the_readme_work_in_order_on_the_cpu(tmp_path:
     assert len(found) == len(commands), done.stdout[-4000:] + done.stderr[-3000:]
     outputs = {commands[int(i)]: (int(rc), text) for i, text, rc in found}
     for command, (rc, text) in outputs.items():
+        if command.startswith(VERDICT_EXITS) and rc == 1:
+            # a verdict on the two files, said in the output; an error would be 2 or 3
+            assert re.search(r"regress|over threshold|slower", text, re.I), f"{command} exited 1:\n{text[-4000:]}"
+            continue
         assert rc == 0, f"{command} exited {rc}:\n{text[-4000:]}\n{done.stderr[-3000:]}"
     gate = outputs["bash .ci/gate"][1]
     assert "no baseline for cpu-" in gate and "recording one on this machine first" in gate
