@@ -84,7 +84,8 @@ def test_the_first_run_commands_of_the_readme_work_in_order_on_the_cpu(tmp_path:
     for command, (rc, text) in outputs.items():
         if command.startswith(VERDICT_EXITS) and rc == 1:
             # a verdict on the two files, said in the output; an error would be 2 or 3
-            assert re.search(r"regress|over threshold|slower", text, re.I), f"{command} exited 1:\n{text[-4000:]}"
+            verdict = re.search(r"regress|over threshold|slower", text, re.I)
+            assert verdict, f"{command} exited 1:\n{text[-4000:]}"
             continue
         assert rc == 0, f"{command} exited {rc}:\n{text[-4000:]}\n{done.stderr[-3000:]}"
     gate = outputs["bash .ci/gate"][1]
