@@ -2,8 +2,10 @@
 
 Precisions fp32/bf16/autocast-bf16, batch, channels_last, fused Conv+BN, torch.compile, the
 pipeline stages (letterbox + NMS on ultralytics' bus.jpg), a YOLO26 end-to-end head, a custom yaml
-and a ``module:factory`` model; CUDA-graph mode is skipped with its reason. Thresholds are wide:
-this checks that each configuration runs, is attributed, saved and compared, not CPU timing.
+and a ``module:factory`` model; CUDA-graph mode is skipped with its reason. This checks that each
+configuration runs, is attributed, saved and compared, not CPU timing: no threshold here can be
+reached (with 300 % and a 5 ms floor, yolo26n's Detect once went 3.8 -> 15.3 ms between the two
+processes, beside the other pytest-xdist worker on the 2-core CI machine).
 """
 
 from __future__ import annotations
@@ -19,11 +21,11 @@ pytest.importorskip("ultralytics")
 
 PYPROJECT = """
 [tool.kernelgate]
-layer_threshold = "300%"
-kernel_threshold = "300%"
-total_threshold = "300%"
-floor_us = 5000.0
-kernel_floor_us = 5000.0
+layer_threshold = "100000%"
+kernel_threshold = "100000%"
+total_threshold = "100000%"
+floor_us = 10000000.0
+kernel_floor_us = 10000000.0
 confirm = false
 
 [tool.kernelgate.matrix]
@@ -120,8 +122,14 @@ def test_each_cpu_axis_records_and_compares(pytester: pytest.Pytester) -> None:
 
     pipe = layers("yolov8n-fp32-bs1-64-pipeline")
     assert pipe["preprocess"] > 0 and pipe["postprocess"] > 0 and "model.22" in pipe
-    # YOLO26's one-to-one head needs no NMS: its postprocess is a fraction of YOLOv8's
-    assert layers("yolo26n-fp32-bs1-64-pipeline")["postprocess"] < pipe["postprocess"]
+
+    # YOLO26's one-to-one head needs no NMS, YOLOv8's postprocess runs it
+    def ops(bench: str, layer: str) -> set[str]:
+        return {k["name"] for k in saved[bench]["extra_info"]["kernelgate"]["kernels"] if k["layer"] == layer}
+
+    assert "torchvision::nms" in ops("yolov8n-fp32-bs1-64-pipeline", "postprocess")
+    assert "torchvision::nms" not in ops("yolo26n-fp32-bs1-64-pipeline", "postprocess")
+    assert layers("yolo26n-fp32-bs1-64-pipeline")["postprocess"] > 0
     assert set(layers("yolov8n-fp32-bs1-64-compile")) == {"input", "compiled"}
     assert set(layers("build-fp32-bs1-64")) == {"input", "0", "1", "2"}
     assert "model.22" in layers("yolov8n-custom-fp32-bs1-64")
@@ -138,5 +146,6 @@ def test_each_cpu_axis_records_and_compares(pytester: pytest.Pytester) -> None:
         "test_suite.py::test_yolo[yolo26n-fp32-bs1-64-pipeline]",
         "test_suite.py::test_yolo[yolov8n-fp32-bs1-64-pipeline]",
     ]
-    compared = run(pytester)
+    compared = run(pytester, "-q")
     compared.assert_outcomes(passed=len(EXPECTED), skipped=1)
+    compared.stdout.fnmatch_lines([f"kernelgate: {len(EXPECTED)} benchmark(s) compared, none failed"])
