@@ -37,7 +37,7 @@ def test_tiny(kernelgate):
 ARGS = ("-p", "no:cacheprovider", "--kernelgate", "--kernelgate-device=cpu", "--benchmark-min-rounds=2")
 # The last conv run 30 more times per forward (+5 ms or more on a CPU): far over any CPU noise, with a
 # wide threshold and a floor of 1 ms that firstconv (~0.1 ms) does not reach when another process
-# shares the cores (a 100 µs floor did in 3 of ~10 loaded runs of the suite)
+# shares the cores (a 100 µs floor did: 2 of 5 runs of the suite, 2026-11-25, and once on 2026-11-26)
 # the screen alone (no same-host judge: this tests the reports; tests/test_samehost_e2e.py the judge)
 SLOW = (
     "--kernelgate-slow-layer=lastconv:30", "--kernelgate-threshold=100%", "--kernelgate-floor-us=1000",

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from kernelgate.measure.results import Measurement
+from kernelgate.verdict.ab import order
 
 FILE = "samehost.json"
 SCHEMA = 1
@@ -21,7 +22,7 @@ def row(nodeid: str, benchmark: str, sides: Mapping[str, Sequence[Mapping[str, A
     """One suspect: ``sides`` maps base and head to their records (Measurement JSON), round by round."""
     found: dict[str, Any] = {"nodeid": nodeid, "benchmark": benchmark}
     for name, records in sides.items():
-        found[name] = [_process(Measurement.from_json(rec), r, first=(name == "base") == (r % 2 == 0))
+        found[name] = [_process(Measurement.from_json(rec), r, first=order(("base", "head"), r)[0] == name)
                        for r, rec in enumerate(records)]  # fmt: skip
     return found
 

@@ -224,7 +224,7 @@ class Judge:
             # the host side, 2026-11-25: plugin/standby.py)
             ids = [s.nodeid for s in pending]
             children = [self._spawn(side, ids, self.work / f"{side.name}-{r}")
-                        for side in ((base, head) if r % 2 == 0 else (head, base))]  # fmt: skip
+                        for side in ab.order(sides, r)]  # fmt: skip
             standby.await_ready(children, CHILD_TIMEOUT_S)
             for child in children:
                 side = base if child.name == "base" else head

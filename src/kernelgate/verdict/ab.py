@@ -19,10 +19,13 @@ import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 from kernelgate.baseline import store as baseline
 from kernelgate.config import ConfigError, load_pyproject
 from kernelgate.machine import sideenv
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -33,10 +36,10 @@ class Side:
     env: dict[str, str] | None = None  # None: this process's environment
 
 
-def order(sides: Sequence[Side], round_index: int) -> list[Side]:
-    """The sides in the order round ``round_index`` (0-based) measures them: base first in rounds 1,
-    3, 5, ..., head first in rounds 2, 4, ...: over an even number of rounds each side goes first
-    equally often."""
+def order(sides: Sequence[T], round_index: int) -> list[T]:
+    """The sides (base, head) in the order round ``round_index`` (0-based) measures them: base first
+    in rounds 1, 3, 5, ..., head first in rounds 2, 4, ...: over an even number of rounds each side
+    goes first equally often. The same-host judge's rounds follow it too."""
     return list(sides) if round_index % 2 == 0 else list(reversed(sides))
 
 
