@@ -123,7 +123,8 @@ def test_no_name_and_no_host_name_in_any_uploaded_file(pytester: pytest.Pytester
     pytester.makepyprojecttoml(PYPROJECT)
     pytester.makepyfile(test_suite=SUITE)
     run(pytester, "--kernelgate-save").assert_outcomes(passed=1)
-    slowed = ("--kernelgate-slow-layer=model.2:8", "--kernelgate-no-confirm")
+    # 10 profiled forwards against the baseline's 5 (test_report_plugin's note: one preempted forward)
+    slowed = ("--kernelgate-slow-layer=model.2:8", "--kernelgate-no-confirm", "--kernelgate-iterations=10")
 
     run(pytester, *slowed).assert_outcomes(failed=1)  # the control: the same grep, no redaction
     plain = uploaded_files(pytester.path)

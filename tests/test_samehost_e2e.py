@@ -142,6 +142,9 @@ def test_without_git_the_judge_is_inconclusive_and_says_why(pytester: pytest.Pyt
     assert result.ret == 1
     result.stdout.fnmatch_lines(["*INCONCLUSIVE (same-host A/B): no git repository at *"])
 
-    screen_only = run(pytester, "--kernelgate-slow-layer=model.2:8", "--kernelgate-no-confirm")
+    # 10 profiled forwards against the baseline's 5 (test_report_plugin's note: one preempted forward)
+    screen_only = run(
+        pytester, "--kernelgate-slow-layer=model.2:8", "--kernelgate-no-confirm", "--kernelgate-iterations=10"
+    )
     screen_only.assert_outcomes(failed=1)
     screen_only.stdout.fnmatch_lines(["*REGRESSED model.2 C2f:*"])
