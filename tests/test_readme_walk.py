@@ -26,10 +26,22 @@ from wheels import source_copy
 pytest.importorskip("ultralytics")
 
 README = Path(__file__).parent.parent / "README.md"
-# Exit with the verdict of the two files they read (README says so): 1 where a figure moved past its
-# threshold, which two processes' CPU timings on a shared 2-core machine can (yolo11n's latency
-# 14.4 -> 32.5 ms in one clean-clone .ci/run, 2026-11-26, beside the other pytest-xdist worker)
-VERDICT_EXITS = ("kernelgate compare", "kernelgate report")
+# Commands whose exit status is a verdict on CPU timings (README says so). `kernelgate compare` and
+# `report` exit 1 where a figure moved past its threshold between the two files, which two processes'
+# CPU timings on a shared 2-core machine can (yolo11n's latency 14.4 -> 32.5 ms in one clean-clone
+# .ci/run, 2026-11-26, beside the other pytest-xdist worker); the gate (.ci/gate's comparison, pytest
+# benchmarks) exits 1 where base and head measured on this machine do not agree (inconclusive: host
+# model.22 +53.6 % between processes of the same code after 6 a side, the suite's 2 workers and a busy
+# loop on the 2 cores, 2026-11-26). These tests check what the commands do, not this machine's speed:
+# exit 1 passes only with the verdict stated; 2 (usage, input) or 3 (internal error) never does.
+VERDICT_EXITS = ("kernelgate compare", "kernelgate report", "pytest benchmarks", "bash .ci/gate")
+GATE_VERDICT = re.compile(r"^FAILED [^:\n]+: (regression|inconclusive)\b", re.M)
+
+
+def states_a_verdict(command: str, text: str) -> bool:
+    if command.startswith(("kernelgate compare", "kernelgate report")):
+        return bool(re.search(r"regress|over threshold|slower", text, re.I))
+    return bool(GATE_VERDICT.search(text))
 
 
 def walk() -> list[str]:
@@ -83,9 +95,7 @@ def test_the_first_run_commands_of_the_readme_work_in_order_on_the_cpu(tmp_path:
     outputs = {commands[int(i)]: (int(rc), text) for i, text, rc in found}
     for command, (rc, text) in outputs.items():
         if command.startswith(VERDICT_EXITS) and rc == 1:
-            # a verdict on the two files, said in the output; an error would be 2 or 3
-            verdict = re.search(r"regress|over threshold|slower", text, re.I)
-            assert verdict, f"{command} exited 1:\n{text[-4000:]}"
+            assert states_a_verdict(command, text), f"{command} exited 1 with no verdict:\n{text[-4000:]}"
             continue
         assert rc == 0, f"{command} exited {rc}:\n{text[-4000:]}\n{done.stderr[-3000:]}"
     gate = outputs["bash .ci/gate"][1]
@@ -94,8 +104,11 @@ def test_the_first_run_commands_of_the_readme_work_in_order_on_the_cpu(tmp_path:
     assert outputs["kernelgate arch --path --cpu"][1].strip() == str(baseline.relative_to(clone))
     doctor = outputs["kernelgate doctor"][1]
     assert "CPU mode: no CUDA GPU visible" in doctor and "fit to benchmark in CPU mode" in doctor
-    quiet = outputs["pytest benchmarks -q"][1]
-    assert re.search(r"^kernelgate: \d+ benchmark\(s\) compared, none failed$", quiet, re.M), quiet[-3000:]
+    quiet_rc, quiet = outputs["pytest benchmarks -q"]
+    if quiet_rc == 0:  # else a verdict, checked above: -q then shows the failing rows
+        assert re.search(r"^kernelgate: \d+ benchmark\(s\) compared, none failed$", quiet, re.M), quiet[
+            -3000:
+        ]
     assert "no baseline" not in quiet
     assert "where the time goes (medians):" not in quiet  # -q: no time split
     assert (clone / ".kernelgate" / "offline" / "report.md").is_file()
@@ -130,6 +143,8 @@ def test_the_first_run_commands_of_the_readme_work_in_order_on_the_cpu(tmp_path:
     assert max(len(re.sub(r"\x1b\[[0-9;]*m", "", line)) for line in section.splitlines()[1:]) <= 80
 
     compat = pytest_run("--benchmark-compare")  # pytest-benchmark's own comparison reads the baseline
-    assert compat.returncode == 0, compat.stdout[-3000:]
+    assert compat.returncode == 0 or (compat.returncode == 1 and GATE_VERDICT.search(compat.stdout)), (
+        compat.stdout[-3000:]
+    )
     assert "test_yolo[yolov8n-fp32-bs1-160] (0001_kernelg)" in compat.stdout
     assert "test_yolo[yolov8n-fp32-bs1-160] (NOW)" in compat.stdout
