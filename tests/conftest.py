@@ -21,6 +21,14 @@ from pytest_benchmark import plugin as _benchmark_plugin
 # tests/adopter/ is another repository (tests/test_adopter.py copies it and runs its own tests there)
 collect_ignore = ["adopter"]
 
+# One intra-op thread in every torch this suite runs, the processes it starts included (they inherit
+# the environment; kernelgate takes the count from it, machine/threads.py). Left at the CPU count, each
+# of pytest-xdist's workers and each process they start runs 2 OpenMP threads on the 2 cores: with
+# more runnable threads than cores an op waits for a descheduled thread, and a tiny module's profiled
+# forward took 47 ms instead of 0.2 ms beside one busy loop (2026-11-26), which made `kernelgate ab`
+# pass a head 250 times heavier. Tests that are about the thread count set their own.
+os.environ["OMP_NUM_THREADS"] = "1"
+
 
 @pytest.fixture(autouse=True)
 def _no_xdist_worker_environment(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -68,7 +68,7 @@ def test_ab_against_the_previous_commit(pytester: pytest.Pytester) -> None:
     out = done.stdout + done.stderr
     assert done.returncode == 1, out
     assert "A/B HEAD (base) vs the working tree (head), 2 rounds each" in out
-    assert "REGRESSED 1 Conv2d" in out
+    assert "REGRESSED 1 Conv2d" in out, out[-4000:]
     listed = subprocess.run(["git", "worktree", "list"], cwd=pytester.path, capture_output=True, text=True)
     assert len(listed.stdout.strip().splitlines()) == 1, "the base worktree was not removed"
 
