@@ -14,6 +14,7 @@ from kernelgate.config import GateConfig, Scope, Threshold
 from kernelgate.measure.results import Dist, Measurement
 from kernelgate.verdict.compare import Verdict, compare
 from kernelgate.verdict.delta import noise_aware_rule, process_p, process_rule
+from kernelgate.verdict.policy import Status
 from kernelgate.verdict.samehost import Outcome, decide, merged, still_open
 
 WALL = Threshold(0.10, 50.0)  # the latency's default threshold
@@ -159,4 +160,18 @@ def test_kernelgate_ab_judges_its_rounds_as_processes() -> None:
     (before,), (after,) = pooled, as_processes
     assert before.comparison is not None and after.comparison is not None
     assert [d.scope for d in before.comparison.failures] == [Scope.WALL]  # 3 odd head processes of 4
-    assert not after.comparison.failures
+    # not a regression, and not a pass either: the A/B measures no more, so what may be slower and is
+    # not settled is a doubt, as the judge's last round says (before: a pass, exit 0)
+    (wall,) = after.comparison.failures
+    assert wall.scope is Scope.WALL and wall.verdict is Verdict.INCONCLUSIVE
+    assert wall.note == "after 4 process(es) per side, over threshold but inside the noise of this runner"
+    assert after.case.status is Status.INCONCLUSIVE and after.case.reason.startswith(
+        "wall: after 4 process(es)"
+    )
+    # the A/A passes; a latency slower in every head process is a regression
+    same = combine([step(w, seed=20 + i) for i, w in enumerate(BASE)])
+    (aa,) = judge(stored, {name: entry(name, same)}, GateConfig(), "base.json", processes=True)
+    assert aa.case.status is Status.PASS, aa.case
+    slower = combine([step(w * 1.2, seed=20 + i) for i, w in enumerate(BASE)])
+    (ab,) = judge(stored, {name: entry(name, slower)}, GateConfig(), "base.json", processes=True)
+    assert ab.case.status is Status.REGRESSION and ab.case.reason == "wall regressed", ab.case

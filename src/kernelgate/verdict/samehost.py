@@ -118,6 +118,20 @@ def judged(ab: Comparison) -> tuple[Delta, ...]:
     return tuple(d for d in ab.deltas if d.scope in JUDGED)
 
 
+def final_doubts(ab: Comparison, n: int) -> Comparison:
+    """An A/B of ``n`` processes a side that measures no more (``kernelgate ab``), as :func:`decide`
+    judges its last round: a judged figure that may be slower and is not settled (AMBIGUOUS, moved
+    up) is a doubt, INCONCLUSIVE, never a pass; one that may be faster hides no regression."""
+    why = f"after {n} process(es) per side, over threshold but inside the noise of this runner"
+    doubtful = {id(d) for d in judged(ab) if d.verdict is Verdict.AMBIGUOUS and d.delta_us > 0}
+    if not doubtful:
+        return ab
+    deltas = [
+        replace(d, verdict=Verdict.INCONCLUSIVE, note=why) if id(d) in doubtful else d for d in ab.deltas
+    ]
+    return replace(ab, deltas=tuple(deltas))
+
+
 def runner_offset(screen_baseline: Measurement, head: Measurement, config: GateConfig) -> float | None:
     """This runner against the baseline's host: the median relative change of the device-side
     layers above the floor, head side (same code as the baseline, if the head changed nothing)."""
