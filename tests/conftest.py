@@ -25,8 +25,9 @@ collect_ignore = ["adopter"]
 # the environment; kernelgate takes the count from it, machine/threads.py). Left at the CPU count, each
 # of pytest-xdist's workers and each process they start runs 2 OpenMP threads on the 2 cores: with
 # more runnable threads than cores an op waits for a descheduled thread, and a tiny module's profiled
-# forward took 47 ms instead of 0.2 ms beside one busy loop (2026-11-26), which made `kernelgate ab`
-# pass a head 250 times heavier. Tests that are about the thread count set their own.
+# forward took 47 ms instead of 0.2 ms beside one busy loop (2026-11-26), and test_ab's A/B, which keeps
+# rounds that disagree, passed a head 250 times heavier. Tests that are about the thread count set
+# their own.
 os.environ["OMP_NUM_THREADS"] = "1"
 
 
