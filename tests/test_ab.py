@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -68,7 +69,10 @@ def test_ab_against_the_previous_commit(pytester: pytest.Pytester) -> None:
     out = done.stdout + done.stderr
     assert done.returncode == 1, out
     assert "A/B HEAD (base) vs the working tree (head), 2 rounds each" in out
-    assert "REGRESSED 1 Conv2d" in out, out[-4000:]
+    # the layer fails: a regression, or, where a round of a side ran far off its other round on a busy
+    # machine, a doubt that fails all the same (a head round of 6 ms against one of 2.3 ms beside the
+    # suite's other worker and a busy loop: round spread 10701.9 %, 2026-11-26); never a pass
+    assert re.search(r"^  (REGRESSED|INCONCLUSIVE) 1 Conv2d: ", out, re.M), out[-4000:]
     listed = subprocess.run(["git", "worktree", "list"], cwd=pytester.path, capture_output=True, text=True)
     assert len(listed.stdout.strip().splitlines()) == 1, "the base worktree was not removed"
 
