@@ -127,7 +127,10 @@ def final_doubts(ab: Comparison, n: int) -> Comparison:
     if not doubtful:
         return ab
     deltas = [
-        replace(d, verdict=Verdict.INCONCLUSIVE, note=why) if id(d) in doubtful else d for d in ab.deltas
+        replace(d, verdict=Verdict.INCONCLUSIVE, note=f"{why}; {d.note}" if d.note else why)
+        if id(d) in doubtful
+        else d
+        for d in ab.deltas
     ]
     return replace(ab, deltas=tuple(deltas))
 
