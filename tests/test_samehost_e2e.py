@@ -112,7 +112,10 @@ def test_a_committed_slowdown_is_confirmed_on_this_machine(pytester: pytest.Pyte
 def test_a_plugin_on_both_sides_reaches_every_child(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    pytester.makepyprojecttoml(PYPROJECT)
+    # three processes a side, as the judge's default: the process medians must bear a move out. With
+    # two a side the pooled iterations decide alone, and beside the suite's other worker and a busy
+    # loop this A/A failed once: host model.22 +180.0 % base -> head (2026-11-26)
+    pytester.makepyprojecttoml(PYPROJECT.replace("_rounds = 2", "_rounds = 3"))
     pytester.makepyfile(test_suite=SUITE, slowplugin=SLOW_UPSAMPLE)
     pytester.path.joinpath(".gitignore").write_text(".kernelgate/\n")
     git(pytester.path, "init", "-q", "-b", "main")
@@ -125,7 +128,7 @@ def test_a_plugin_on_both_sides_reaches_every_child(
     result = run(pytester, "-p", "slowplugin")
     lines = loaded.read_text().split()
     assert lines.count("parent") == 1
-    assert lines.count("child") == 4  # 2 rounds x (base, head): the plugin was in every child
+    assert lines.count("child") == 6  # 3 rounds x (base, head): the plugin was in every child
     # base and head agree: not from this change. (On a GPU a device-side layer this far off the
     # baseline makes it inconclusive, tests/test_samehost.py; on a CPU every op is host work.)
     assert result.ret == 0
