@@ -130,9 +130,19 @@ def test_a_plugin_on_both_sides_reaches_every_child(
     assert lines.count("parent") == 1
     assert lines.count("child") == 6  # 3 rounds x (base, head): the plugin was in every child
     # base and head agree: not from this change. (On a GPU a device-side layer this far off the
-    # baseline makes it inconclusive, tests/test_samehost.py; on a CPU every op is host work.)
-    assert result.ret == 0
-    result.stdout.fnmatch_lines(["*yolov8n-fp32-bs1-64: pass: base and head agree on this runner*"])
+    # baseline makes it inconclusive, tests/test_samehost.py; on a CPU every op is host work.) On a
+    # loaded CPU the processes of the same code may still be too far apart to say so (host model.22
+    # +167.6 % after 3 a side, the suite's other worker and a busy loop, 2026-11-26): inconclusive,
+    # which fails the run; never a regression
+    out = result.stdout.str()
+    assert "REGRESSION" not in out and "regression:" not in out, out[-3000:]
+    if result.ret == 0:
+        result.stdout.fnmatch_lines(["*yolov8n-fp32-bs1-64: pass: base and head agree on this runner*"])
+    else:
+        assert result.ret == 1, out[-3000:]
+        result.stdout.fnmatch_lines(
+            ["FAILED yolov8n-fp32-bs1-64: inconclusive: *after 3 process(es) per side*"]
+        )
 
 
 @pytest.mark.slow
