@@ -118,17 +118,26 @@ def judged(ab: Comparison) -> tuple[Delta, ...]:
     return tuple(d for d in ab.deltas if d.scope in JUDGED)
 
 
+def doubts(ab: Comparison) -> tuple[Delta, ...]:
+    """The judged figures that may be slower and are not settled (AMBIGUOUS, moved up): a doubt once
+    no more rounds come. One that may be faster hides no regression."""
+    return tuple(d for d in judged(ab) if d.verdict is Verdict.AMBIGUOUS and d.delta_us > 0)
+
+
+def inside_the_noise(n: int) -> str:
+    """Why the :func:`doubts` of an A/B of ``n`` processes a side are not settled."""
+    return f"after {n} process(es) per side, over threshold but inside the noise of this runner"
+
+
 def final_doubts(ab: Comparison, n: int) -> Comparison:
     """An A/B of ``n`` processes a side that measures no more (``kernelgate ab``), as :func:`decide`
-    judges its last round: a judged figure that may be slower and is not settled (AMBIGUOUS, moved
-    up) is a doubt, INCONCLUSIVE, never a pass; one that may be faster hides no regression."""
-    why = f"after {n} process(es) per side, over threshold but inside the noise of this runner"
-    doubtful = {id(d) for d in judged(ab) if d.verdict is Verdict.AMBIGUOUS and d.delta_us > 0}
+    judges its last round: its :func:`doubts` are INCONCLUSIVE, never a pass."""
+    doubtful, why = doubts(ab), inside_the_noise(n)
     if not doubtful:
         return ab
     deltas = [
         replace(d, verdict=Verdict.INCONCLUSIVE, note=f"{why}; {d.note}" if d.note else why)
-        if id(d) in doubtful
+        if d in doubtful
         else d
         for d in ab.deltas
     ]
@@ -220,14 +229,12 @@ def settle(
     if regressed:
         reason = f"base -> head on this runner: {names(regressed)}"
         return Decision(screen.benchmark, Outcome.REGRESSION, reason, ab, n, offset_pct)
-    # a figure that may be slower is a doubt; one that may be faster hides no regression
-    doubtful = [d for d in deltas if d.verdict is Verdict.AMBIGUOUS and d.delta_us > 0]
+    doubtful = doubts(ab)
     if doubtful:
         return Decision(
             screen.benchmark,
             Outcome.INCONCLUSIVE,
-            f"after {n} process(es) per side, over threshold but inside the noise of this runner: "
-            f"{names(doubtful)}",
+            f"{inside_the_noise(n)}: {names(doubtful)}",
             ab, n, offset_pct,
         )  # fmt: skip
     doubt = offset_doubt(screen, offset_pct) if check_offset else None
