@@ -57,10 +57,7 @@ SLOW = (
 )  # fmt: skip
 
 
-def test_a_regression_marked_xfail_or_caught_still_fails_the_run(
-    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setenv("OMP_NUM_THREADS", "1")  # threads spinning against other work on 2 cores
+def test_a_regression_marked_xfail_or_caught_still_fails_the_run(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(test_suite=SUITE)
     pytester.runpytest(*ARGS, "--kernelgate-save").assert_outcomes(passed=2, xpassed=1)
 
@@ -140,12 +137,9 @@ confirm = false
 """
 
 
-def test_one_run_one_answer_when_a_configuration_has_no_baseline(
-    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_one_run_one_answer_when_a_configuration_has_no_baseline(pytester: pytest.Pytester) -> None:
     """pytest's exit, report.md's headline, the terminal and ``kernelgate report`` on the same two
     files agree: tiny-a passes, tiny-b has no baseline, so the run fails, and each says why."""
-    monkeypatch.setenv("OMP_NUM_THREADS", "1")
     pytester.makepyprojecttoml(WIDE)
     pytester.makepyfile(test_suite=TWO)
     pytester.runpytest(*ARGS, "--kernelgate-save", "-k", "test_a").assert_outcomes(passed=1)

@@ -55,7 +55,6 @@ ARGS = (
 def test_a_wait_in_one_layer_fails_host_side_and_names_the_layer(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("OMP_NUM_THREADS", "1")
     pytester.makepyprojecttoml(PYPROJECT)
     pytester.makepyfile(test_suite=SUITE)
     pytester.runpytest(*ARGS, "--kernelgate-save").assert_outcomes(passed=1)

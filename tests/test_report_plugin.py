@@ -66,10 +66,8 @@ wall_floor_us = 100000.0
 """
 
 
-def test_save_regress_redact_and_pass(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_save_regress_redact_and_pass(pytester: pytest.Pytester) -> None:
     """One session of each kind, in order (each a pytest run of its own, in this process)."""
-    # one thread: two spinning against other work on the 2 cores tripled firstconv's time in one run
-    monkeypatch.setenv("OMP_NUM_THREADS", "1")
     pytester.makepyfile(test_suite=SUITE)
     saved = pytester.runpytest(*ARGS, "--kernelgate-save")
     saved.assert_outcomes(passed=1)

@@ -93,7 +93,6 @@ def commit(path: Path, message: str) -> None:
 def test_a_gate_test_in_a_class_is_judged_with_every_option_and_report_agrees(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    monkeypatch.setenv("OMP_NUM_THREADS", "1")
     argv_log = tmp_path / "argv.jsonl"
     monkeypatch.setenv("KG_ARGV", str(argv_log))
     pytester.makepyprojecttoml(PYPROJECT)

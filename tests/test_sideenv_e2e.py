@@ -94,7 +94,6 @@ def installed(monkeypatch: pytest.MonkeyPatch, site: Path, version: str) -> None
 def test_a_dependency_upgrade_is_measured_with_each_sides_own_packages(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    monkeypatch.setenv("OMP_NUM_THREADS", "1")
     monkeypatch.setenv("KERNELGATE_CACHE", str(tmp_path / "cache"))
     seen = tmp_path / "seen.jsonl"
     monkeypatch.setenv("KG_SEEN", str(seen))

@@ -3,7 +3,7 @@
 On the CPU with a small torch module (no GPU needed): the pinning runs against a fake NVML that a
 conftest.py installs in every process of the run (controller, workers, confirm runs). Each pytest
 run with ``-n`` is a fresh process, as in CI (the one without, in this process); ``OMP_NUM_THREADS=1``
-keeps two CPU workers on a small machine from spinning against each other.
+(tests/conftest.py) keeps two CPU workers on a small machine from spinning against each other.
 """
 
 from __future__ import annotations
@@ -104,7 +104,6 @@ def seen(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> Path:
     folder = pytester.path / "seen"
     folder.mkdir()
     monkeypatch.setenv("SEEN_DIR", str(folder))
-    monkeypatch.setenv("OMP_NUM_THREADS", "1")
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
     monkeypatch.delenv("PYTEST_XDIST_AUTO_NUM_WORKERS", raising=False)
     pytester.makepyfile(test_suite=SUITE)
