@@ -208,9 +208,12 @@ def test_a_round_of_another_host_that_disagrees_is_refused_saying_so_and_kept_wh
 
 
 def test_the_runner_is_checked_against_every_host_of_the_baseline_file() -> None:
-    entries = {"a": entry("a", combine([on(A), on(B)])), "b": entry("b", combine([on(None), on(A)]))}
+    entries = {"a": entry("a", combine([on(A), on(A), on(B)])), "b": entry("b", combine([on(None), on(A)]))}
     recorded = baseline_hosts.of_entries(entries.values())
     assert recorded == RecordedHosts((A, B), (2, 1), 1)
+    # one recording run measures every configuration: 3 rounds of 10 configurations are 3 rounds, not 30
+    ten = {str(i): entry(str(i), combine([on(A), on(A), on(A)])) for i in range(10)}
+    assert baseline_hosts.of_entries(ten.values()) == RecordedHosts((A,), (3,), 0)
     assert baseline_hosts.runner_notes(entries, [on(B)], "baselines/sm90-nvidia-h200/") == []
     (note,) = baseline_hosts.runner_notes(entries, [on(C), on(C)], "baselines/sm90-nvidia-h200/")
     assert note.startswith(

@@ -16,16 +16,22 @@ from pathlib import Path
 
 from kernelgate.baseline import store
 from kernelgate.baseline.names import shown
-from kernelgate.machine.fingerprint import RecordedHosts, add_runner_command, stranger
+from kernelgate.machine.fingerprint import HostFingerprint, RecordedHosts, add_runner_command, stranger
 from kernelgate.measure.results import Measurement
 
 
 def of_entries(entries: Iterable[store.Entry]) -> RecordedHosts:
-    """The hosts that recorded any round of ``entries`` (a baseline file's)."""
-    total = RecordedHosts()
+    """The hosts that recorded any round of ``entries`` (a baseline file's). A host's rounds are the
+    most it recorded of any one configuration: one recording run measures every configuration, so
+    three rounds of ten configurations are 3 rounds, not 30."""
+    most: dict[str, tuple[HostFingerprint, int]] = {}
+    unknown = 0
     for entry in entries:
-        total += entry.hosts
-    return total
+        for host, n in zip(entry.hosts.hosts, entry.hosts.rounds, strict=True):
+            first, m = most.get(host.id, (host, 0))
+            most[host.id] = (first, max(m, n))
+        unknown = max(unknown, entry.hosts.unknown)
+    return RecordedHosts(tuple(h for h, _ in most.values()), tuple(n for _, n in most.values()), unknown)
 
 
 def where(baseline_dir: Path, key: str) -> str:
