@@ -217,12 +217,31 @@ def test_the_baselines_workflow_records_every_configuration_the_nightly_gates_in
     tmp_path: Path,
 ) -> None:
     (step,) = [s for s in load("baselines.yml")["jobs"]["record"]["steps"] if s.get("name") == "Record"]
-    stub(tmp_path / ".venv" / "bin", "python", '#!/bin/sh\nprintf "%s\\n" "$@"\n')
-    for matrix, select, expected in (("", "", "full"), ("quick", "yolov8n", "quick")):
+    # each call's arguments, one per line, then "@@"; the cold-start call exits $COLD_RC
+    stub(
+        tmp_path / ".venv" / "bin", "python",
+        '#!/bin/sh\nprintf "%s\\n" "$@" @@ >>calls.txt\n'
+        'case "$*" in *test_coldstart*) exit "${COLD_RC:-0}" ;; esac\n',
+    )  # fmt: skip
+    # (matrix input, -k, the cold-start call's exit, the step's): exit 5 is no cold start selected
+    cases = (("", "", "0", 0), ("quick", "yolov8n", "5", 0), ("", "", "1", 1))
+    for matrix, select, cold_rc, expected_rc in cases:
+        (tmp_path / "calls.txt").unlink(missing_ok=True)
         given = interpolate(step["env"]["MATRIX"], {"inputs": {"matrix": matrix}})
-        done = run_step(step, tmp_path, {"SELECT": select, "MATRIX": given, "WORKERS": "0"})
-        assert done.returncode == 0, done.stderr
-        args = done.stdout.splitlines()
-        assert args[:5] == ["-m", "kernelgate.cli", "record", "--rounds", "3"]
-        assert args[args.index("--kernelgate-matrix") + 1] == expected
-        assert ("-k" in args) == bool(select)
+        env = {"SELECT": select, "MATRIX": given, "WORKERS": "0", "COLD_RC": cold_rc}
+        done = run_step(step, tmp_path, env)
+        assert done.returncode == expected_rc, done.stderr
+        calls = (tmp_path / "calls.txt").read_text().split("@@\n")
+        kernels, cold = [c.strip("\n").split("\n") for c in calls[:2]]
+        for args in kernels, cold:
+            assert args[:6] == ["-m", "kernelgate.cli", "record", "--rounds", "3", "--"]
+            assert ("-k" in args) == bool(select)
+        # every configuration the nightly gates (its kernel benchmarks, of the set asked for) ...
+        assert args_of(kernels) == ("benchmarks/test_yolo.py", matrix or "full")
+        # ... and the cold starts gate.yml gates (the quick set's): never the full set's compiled ones
+        assert args_of(cold) == ("benchmarks/test_coldstart.py", "quick")
+
+
+def args_of(args: list[str]) -> tuple[str, str]:
+    """The test path and the matrix set of one recorded ``kernelgate record`` call."""
+    return args[6], args[args.index("--kernelgate-matrix") + 1]
