@@ -4,7 +4,12 @@ injected wait is 20 ms against a layer of well under 1 ms)."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
+
+from kernelgate.baseline import slim
+from kernelgate.baseline import store as baseline
 
 SUITE = """
 import os
@@ -70,3 +75,33 @@ def test_a_wait_in_one_layer_fails_host_side_and_names_the_layer(
 
     monkeypatch.delenv("KERNELGATE_TEST_WAIT")
     pytester.runpytest(*ARGS).assert_outcomes(passed=1)
+
+
+@pytest.mark.slow
+def test_a_baseline_without_host_times_sends_its_benchmarks_to_the_judge(pytester: pytest.Pytester) -> None:
+    """A baseline recorded before kernelgate timed the host side cannot screen it (nor the waits for
+    the device): such a benchmark goes to the same-host judge, and the run says why, once."""
+    pytester.makepyprojecttoml(PYPROJECT)
+    pytester.makepyfile(test_suite=SUITE)
+    judged = tuple(a for a in ARGS if a != "--kernelgate-no-confirm")  # the judge on, as by default
+    pytester.runpytest(*judged, "--kernelgate-save").assert_outcomes(passed=1)
+    screened = pytester.runpytest(*judged)
+    screened.assert_outcomes(passed=1)
+    assert "same-host" not in screened.stdout.str()  # screened against the baseline: nothing to judge
+
+    # the same baseline as a kernelgate before the host side wrote it: one file, no host times
+    (path,) = pytester.path.glob("baselines/cpu-*/0001_kernelgate.json")
+    data = baseline.read_document(path)  # the samples file joined in
+    record = data["benchmarks"][0]["extra_info"]["kernelgate"]
+    assert record.pop("host_layers") and record.pop("host_calls", True)
+    path.write_text(json.dumps(data))
+    slim.sidecar_path(path).unlink()
+    blind = pytester.runpytest(*judged)
+    assert blind.ret == 1  # the judge cannot measure the base here (no git repository): inconclusive
+    text = " ".join(blind.stdout.str().split())
+    assert "kernelgate: 1 suspect(s) against the stored baseline" in text
+    assert "kernelgate: tiny: inconclusive: no git repository at" in text, text[-3000:]
+    blind.stdout.fnmatch_lines(["FAILED tiny: inconclusive: total: no git repository at *"])
+    note = "holds no host time per layer for some benchmarks"
+    assert text.count(note) == 1, text[-3000:]
+    assert "until the baseline is re-recorded on this architecture: kernelgate record --rounds 3 --" in text

@@ -12,6 +12,7 @@ from factories import measurement
 from kernelgate.config import GateConfig, Policy, Scope
 from kernelgate.measure.results import Measurement
 from kernelgate.verdict.compare import Verdict, compare, fail_set
+from kernelgate.verdict.policy import Case, Status
 from kernelgate.verdict.samehost import Outcome, decide, merged, runner_offset, settle, unsettled
 
 CONFIG = GateConfig()  # layers 2.5 %, total 1 %, floor 0.5 µs
@@ -185,3 +186,22 @@ def test_a_figure_that_may_be_faster_is_no_doubt() -> None:
             screen, dataclasses.replace(ab, deltas=(ab.deltas[0], delta, *ab.deltas[2:])), 3, final=True
         )
         assert found is not None and found.outcome is outcome, delta
+
+
+def test_a_suspect_no_screen_figure_failed_is_inconclusive_when_the_judge_cannot_settle_it() -> None:
+    """A suspect by its structure, or by a baseline without a host side, fails nothing on the screen:
+    the judge's doubt still makes the benchmark inconclusive, on its total, never a pass."""
+    baseline = run()
+    screen = compare(baseline, run(seed=10), CONFIG)
+    assert not screen.failed
+    final = merged(
+        screen, unsettled(screen.benchmark, "no git repository at /x: the base cannot be checked out")
+    )
+    (doubt,) = [d for d in final.deltas if d.verdict is Verdict.INCONCLUSIVE]
+    assert doubt.scope is Scope.TOTAL and doubt.note.startswith("no git repository at /x")
+    assert final.failed  # on_inconclusive = "fail", the default
+    assert Case.of(final).status is Status.INCONCLUSIVE
+    # settled, the same suspect passes
+    passed = decide(screen, baseline, rounds(3, seed=20), rounds(3, seed=30), CONFIG)
+    assert passed is not None and passed.outcome is Outcome.PASS
+    assert not merged(screen, passed).failed

@@ -11,6 +11,7 @@ Without the judge (``--kernelgate-no-confirm``) the comparison with the baseline
 from __future__ import annotations
 
 import dataclasses
+import shlex
 import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -19,6 +20,7 @@ import pytest
 
 from kernelgate.baseline import store as baseline
 from kernelgate.baseline.names import shown
+from kernelgate.commands import selection
 from kernelgate.config import MissingBaseline, record_command
 from kernelgate.machine import envdiff, identity
 from kernelgate.measure import results as measure
@@ -47,10 +49,14 @@ def gate(kg: KernelGate, result: measure.Measurement, layers: Layers) -> Compari
         note = f"what the forward launches changed since the baseline: {structure.summary(built)}"
         comparison = dataclasses.replace(comparison, notes=(*comparison.notes, note))
     suspect = comparison.failed
+    blind = hostspeed.unscreened(entry.measurement, result)
+    if blind and cfg.confirm:
+        comparison = dataclasses.replace(comparison, notes=(*comparison.notes, blind_note(kg.target)))
+        kg.state.note(blind_summary(shown(path.parent)))
     if cfg.confirm:  # suspect at a fraction of the thresholds, the host side relative to this runner
         speed = hostspeed.factor(entry.measurement, result)
         here = hostspeed.scaled(entry.measurement, speed)
-        suspect = bool(built) or compare(here, result, cfg.screening()).failed
+        suspect = bool(built) or blind or compare(here, result, cfg.screening()).failed
         if not suspect:
             comparison = hostspeed.relative(comparison, compare(here, result, cfg), speed)
     if suspect and cfg.confirm:
@@ -65,6 +71,26 @@ def gate(kg: KernelGate, result: measure.Measurement, layers: Layers) -> Compari
         text = failure_message(comparison, dict(layers.types), shown(path), changes, target=kg.target)
         pytest.fail(text, pytrace=False)
     return comparison
+
+
+def blind_note(target: str) -> str:
+    """Why a benchmark whose baseline has no host side went to the judge (its comparison's note)."""
+    return (
+        "the baseline holds no host time per layer (recorded by a kernelgate before it timed the host "
+        "side), so the host side and the waits for the device cannot be screened against it: base and "
+        f"head are measured on this runner instead. Re-record to screen them: {record_command(target)}"
+    )
+
+
+def blind_summary(folder: str) -> str:
+    """The run's note (said once, however many benchmarks it concerns)."""
+    again = shlex.join(["kernelgate", "record", "--rounds", "3", "--", *(selection() or (".",))])
+    return (
+        f"kernelgate: {folder}/ holds no host time per layer for some benchmarks (recorded by a kernelgate "
+        "before it timed the host side): the same-host judge measures each of them, so that a slower "
+        "host side (a sleep, a new synchronisation) is not passed unseen. That costs the judge's rounds "
+        f"in every run until the baseline is re-recorded on this architecture: {again}"
+    )
 
 
 def baseline_entry(kg: KernelGate, result: measure.Measurement) -> tuple[baseline.Entry, Path] | None:

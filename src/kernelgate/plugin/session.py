@@ -114,7 +114,8 @@ class State:
         self.skipped.append(nodeid)
 
     def note(self, *texts: str) -> None:
-        self.notes.extend(texts)
+        """Lines for the run's summary, each said once."""
+        self.notes.extend(t for t in dict.fromkeys(texts) if t not in self.notes)
 
     def add_error(self, text: str) -> None:
         """A session-level failure (the run exits 1); said once, however often it happens."""

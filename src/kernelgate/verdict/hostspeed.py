@@ -37,6 +37,13 @@ def factor(base: Measurement, current: Measurement) -> float | None:
     return statistics.median(ratios) if len(ratios) >= MIN_LAYERS else None
 
 
+def unscreened(base: Measurement, current: Measurement) -> bool:
+    """True where this run timed the host side of its layers and the baseline has none (recorded
+    before kernelgate timed it): neither the host times nor the waits for the device
+    (:func:`kernelgate.verdict.structure.changes`) can be screened against that baseline."""
+    return bool(current.host_layers) and not base.host_layers
+
+
 def _scaled(dist: Dist, by: float) -> Dist:
     return Dist(tuple(v * by for v in dist.samples), dist.rounds)
 

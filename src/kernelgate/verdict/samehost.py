@@ -315,10 +315,26 @@ def merged(screen: Comparison, decision: Decision) -> Comparison:
         for key, d in ab.items()
         if key not in shown and d.scope is not Scope.KERNEL and d.verdict is Verdict.REGRESSED
     ]
+    if decision.outcome is Outcome.INCONCLUSIVE and all(
+        d.verdict is not Verdict.INCONCLUSIVE for d in deltas
+    ):
+        deltas = _doubt_on_total(deltas, decision.reason)
     notes = (*screen.notes, f"same-host A/B ({decision.rounds} round(s) per side): {decision.outcome.value}: "
              f"{decision.reason}")  # fmt: skip
     origins = decision.ab.origins if decision.ab else ()
     return replace(screen, deltas=tuple(deltas), notes=notes, origins=origins)
+
+
+def _doubt_on_total(deltas: list[Delta], reason: str) -> list[Delta]:
+    """A suspect that no screen figure failed (a structural change, a baseline without a host side)
+    and that the judge could not settle: the doubt goes on its total (else its first figure), so the
+    benchmark is inconclusive, never a pass."""
+    at = next((i for i, d in enumerate(deltas) if d.scope is Scope.TOTAL), 0)
+    if not deltas:
+        return deltas
+    return [
+        replace(d, verdict=Verdict.INCONCLUSIVE, note=reason) if i == at else d for i, d in enumerate(deltas)
+    ]
 
 
 def _ab_note(pair: Delta, decision: Decision) -> str:
