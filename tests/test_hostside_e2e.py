@@ -105,3 +105,10 @@ def test_a_baseline_without_host_times_sends_its_benchmarks_to_the_judge(pyteste
     note = "holds no host time per layer for some benchmarks"
     assert text.count(note) == 1, text[-3000:]
     assert "until the baseline is re-recorded on this architecture: kernelgate record --rounds 3 --" in text
+    # without the judge the gap is said as well: nothing compared the host side
+    unjudged = pytester.runpytest(*ARGS)
+    unjudged.assert_outcomes(passed=1)
+    text = " ".join(unjudged.stdout.str().split())
+    assert (
+        "their host side and waits for the device were not compared, and the same-host judge is off" in text
+    )

@@ -50,9 +50,10 @@ def gate(kg: KernelGate, result: measure.Measurement, layers: Layers) -> Compari
         comparison = dataclasses.replace(comparison, notes=(*comparison.notes, note))
     suspect = comparison.failed
     blind = hostspeed.unscreened(entry.measurement, result)
+    if blind:
+        kg.state.note(blind_summary(shown(path.parent), judged=cfg.confirm))
     if blind and cfg.confirm:
         comparison = dataclasses.replace(comparison, notes=(*comparison.notes, blind_note(kg.target)))
-        kg.state.note(blind_summary(shown(path.parent)))
     if cfg.confirm:  # suspect at a fraction of the thresholds, the host side relative to this runner
         speed = hostspeed.factor(entry.measurement, result)
         here = hostspeed.scaled(entry.measurement, speed)
@@ -82,14 +83,23 @@ def blind_note(target: str) -> str:
     )
 
 
-def blind_summary(folder: str) -> str:
-    """The run's note (said once, however many benchmarks it concerns)."""
+def blind_summary(folder: str, judged: bool = True) -> str:
+    """The run's note (said once, however many benchmarks it concerns); ``judged``: the same-host
+    judge is on (``confirm``)."""
     again = shlex.join(["kernelgate", "record", "--rounds", "3", "--", *(selection() or (".",))])
-    return (
+    head = (
         f"kernelgate: {folder}/ holds no host time per layer for some benchmarks (recorded by a kernelgate "
-        "before it timed the host side): the same-host judge measures each of them, so that a slower "
-        "host side (a sleep, a new synchronisation) is not passed unseen. That costs the judge's rounds "
-        f"in every run until the baseline is re-recorded on this architecture: {again}"
+        "before it timed the host side): "
+    )
+    if not judged:
+        return head + (
+            "their host side and waits for the device were not compared, and the same-host judge is off "
+            f"(confirm = false). Re-record the baseline on this architecture to compare them: {again}"
+        )
+    return head + (
+        "the same-host judge measures each of them, so that a slower host side (a sleep, a new "
+        "synchronisation) is not passed unseen. That costs the judge's rounds in every run until the "
+        f"baseline is re-recorded on this architecture: {again}"
     )
 
 
