@@ -102,7 +102,9 @@ def _seconds(us: float | None) -> str:
 
 
 def coldstart_table(run: RunOutcome | None) -> list[str]:
-    """Every phase of every cold start: baseline, current, delta, threshold and verdict."""
+    """Every phase of every cold start that took any time: baseline, current, delta, threshold and
+    verdict, with the same-host judge's note where it decided (a phase +50 % against another host's
+    baseline reads "unchanged" only with the reason beside it)."""
     if run is None or not run.coldstarts:
         return []
     rows = [
@@ -113,9 +115,13 @@ def coldstart_table(run: RunOutcome | None) -> list[str]:
     ]
     for comparison in run.coldstarts:
         for d in comparison.deltas:
+            if not (d.baseline_us or d.current_us):
+                continue  # a phase of no length on both sides (nothing to read)
             verdict = labels.verdict(d.verdict)
             if d in comparison.failures:
                 verdict = f"**{verdict}**"
+            if d.note:
+                verdict += f" ({_cell(d.note)})"
             rows.append(
                 f"| {_cell(comparison.benchmark)} | {_cell(d.name)} | {_seconds(d.baseline_us)} | "
                 f"{_seconds(d.current_us)} | {pct(d.delta_pct)} | {labels.threshold(d)} | {verdict} |"
