@@ -13,7 +13,16 @@ from kernelgate.config import GateConfig, Policy, Scope
 from kernelgate.measure.results import Measurement
 from kernelgate.verdict.compare import Verdict, compare, fail_set
 from kernelgate.verdict.policy import Case, Status
-from kernelgate.verdict.samehost import Outcome, decide, merged, runner_offset, settle, unsettled
+from kernelgate.verdict.samehost import (
+    SHOWN_OPEN,
+    Outcome,
+    decide,
+    merged,
+    runner_offset,
+    settle,
+    still_open,
+    unsettled,
+)
 
 CONFIG = GateConfig()  # layers 2.5 %, total 1 %, floor 0.5 µs
 LAYERS = {"input": 30.0, "model.0": 100.0, "model.1": 200.0, "model.2": 150.0}
@@ -205,3 +214,20 @@ def test_a_suspect_no_screen_figure_failed_is_inconclusive_when_the_judge_cannot
     passed = decide(screen, baseline, rounds(3, seed=20), rounds(3, seed=30), CONFIG)
     assert passed is not None and passed.outcome is Outcome.PASS
     assert not merged(screen, passed).failed
+
+
+def test_the_round_line_names_at_most_six_open_figures() -> None:
+    """A host-side move opens every layer (19 in yolov8n): the judge's round line names six and counts
+    the rest, so a CI log keeps one readable line per round."""
+    names = [f"model.{i}" for i in range(10)]
+
+    def process(shift: float, seed: int) -> Measurement:
+        rng = random.Random(seed)
+        layers = {n: [100.0 * shift * (1 + rng.uniform(-0.001, 0.001)) for _ in range(20)] for n in names}
+        return measurement(layers=layers, total=[sum(v[i] for v in layers.values()) for i in range(20)])
+
+    base = [process(s, i) for i, s in enumerate((1.0, 1.02, 0.98))]
+    head = [process(s, 10 + i) for i, s in enumerate((1.03, 1.0, 1.04))]  # +2.3 %: under 2.5 %, not settled
+    line = still_open(base, head, CONFIG)
+    assert line.startswith("within the noise of their limits: total +"), line
+    assert line.count(" %") == SHOWN_OPEN and line.endswith(" and 5 more"), line  # total and 10 layers

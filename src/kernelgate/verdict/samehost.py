@@ -243,6 +243,10 @@ def settle(
     return Decision(screen.benchmark, Outcome.PASS, "base and head agree on this runner", ab, n, offset_pct)
 
 
+#: the figures a round line names per open suspect (a host-side move names every layer: 19 in yolov8n)
+SHOWN_OPEN = 6
+
+
 def still_open(base_rounds: Sequence[Measurement], head_rounds: Sequence[Measurement],
                config: GateConfig) -> str:  # fmt: skip
     """What keeps a suspect open after :func:`decide` asked for more rounds: too few processes, or
@@ -252,7 +256,9 @@ def still_open(base_rounds: Sequence[Measurement], head_rounds: Sequence[Measure
         return f"{n} of at least {config.confirm_min_rounds} process(es) a side"
     base, head = combine(base_rounds[:n]), combine(head_rounds[:n])
     ab = compare(base, head, config, judge=lambda b, c, t: process_rule(b, c, t, alpha=config.alpha))
-    return "within the noise of their limits: " + names(grey(ab, process_noise(base, head)))
+    open_ = grey(ab, process_noise(base, head))
+    more = f" and {len(open_) - SHOWN_OPEN} more" if len(open_) > SHOWN_OPEN else ""
+    return "within the noise of their limits: " + names(open_[:SHOWN_OPEN]) + more
 
 
 def grey(ab: Comparison, noise: Mapping[tuple[Scope, str], float] | None) -> tuple[Delta, ...]:
