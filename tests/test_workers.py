@@ -84,6 +84,7 @@ def test_the_controller_gets_every_share_in_collection_order() -> None:
     first, second = worker_state(["c", "a"]), worker_state(["b"])
     second.missing.append("bench-x")
     second.notes.append("a note of gw1")
+    first.notes.append("a note of gw1")  # the same note from two workers (a baseline's): said once
     controller = state()
     workers.receive(controller, workers.send(second), "gw1")
     workers.receive(controller, workers.send(first), "gw0")

@@ -166,7 +166,10 @@ class State:
         for path, entries in baselines.items():
             self.baselines.setdefault(path, {}).update(entries)
         for name, items in lists.items():
-            getattr(self, name).extend(items)
+            if name == "notes":  # a note each worker makes (a baseline's) is said once
+                self.note(*items)
+            else:
+                getattr(self, name).extend(items)
         self.suspects += suspects
 
     def order_as_collected(self) -> None:
