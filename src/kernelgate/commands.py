@@ -46,6 +46,14 @@ def record_command(*targets: str) -> str:
     return shlex.join(["pytest", *(targets or selection()), "--kernelgate-save"])
 
 
+def record_rounds_command(*targets: str, rounds: int = 3) -> str:
+    """The command that records a baseline afresh in ``rounds`` fresh processes: ``kernelgate record
+    --rounds 3 -- TARGET...`` (quoted as :func:`record_command`; with no target, the run's test paths,
+    or ``.`` where pytest ran the folder it was started in)."""
+    chosen = targets or selection() or (".",)
+    return shlex.join(["kernelgate", "record", "--rounds", str(rounds), "--", *chosen])
+
+
 def node_target(nodeid: str, rootdir: Path | None = None, cwd: Path | None = None) -> str:
     """A pytest node id (relative to the rootdir) as the argument that selects that test when pytest
     is started from ``cwd`` (the folder the user ran pytest in); unchanged where either is unknown."""

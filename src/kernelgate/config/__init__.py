@@ -19,6 +19,7 @@ from kernelgate.commands import TESTS as TESTS
 from kernelgate.commands import default_target as default_target
 from kernelgate.commands import node_target as node_target
 from kernelgate.commands import record_command as record_command
+from kernelgate.commands import record_rounds_command as record_rounds_command
 from kernelgate.commands import selection as selection
 from kernelgate.commands import use_tests as use_tests
 from kernelgate.config.values import ConfigError as ConfigError

@@ -11,7 +11,6 @@ Without the judge (``--kernelgate-no-confirm``) the comparison with the baseline
 from __future__ import annotations
 
 import dataclasses
-import shlex
 import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -20,8 +19,7 @@ import pytest
 
 from kernelgate.baseline import store as baseline
 from kernelgate.baseline.names import shown
-from kernelgate.commands import selection
-from kernelgate.config import MissingBaseline, record_command
+from kernelgate.config import MissingBaseline, record_command, record_rounds_command
 from kernelgate.machine import envdiff, identity
 from kernelgate.measure import results as measure
 from kernelgate.models.layers import Layers
@@ -86,7 +84,7 @@ def blind_note(target: str) -> str:
 def blind_summary(folder: str, judged: bool = True) -> str:
     """The run's note (said once, however many benchmarks it concerns); ``judged``: the same-host
     judge is on (``confirm``)."""
-    again = shlex.join(["kernelgate", "record", "--rounds", "3", "--", *(selection() or (".",))])
+    again = record_rounds_command()
     head = (
         f"kernelgate: {folder}/ holds no host time per layer for some benchmarks (recorded by a kernelgate "
         "before it timed the host side): "

@@ -18,12 +18,11 @@ A pair is not compared (and fails, with the reason and the fix) when:
 
 from __future__ import annotations
 
-import shlex
 from collections.abc import Mapping
 
 from kernelgate.baseline import rounds
 from kernelgate.baseline.store import Entry
-from kernelgate.config import GateConfig, record_command
+from kernelgate.config import GateConfig, record_command, record_rounds_command
 from kernelgate.machine.identity import same_architecture
 from kernelgate.measure import integrity
 from kernelgate.measure.results import Measurement
@@ -108,5 +107,5 @@ def refusal(benchmark: str, where: str, problems: list[str], target: str) -> str
     return (
         f"kernelgate: {benchmark} is not compared with its baseline in {where}: {'; '.join(problems)}. "
         f"If the baseline is what is wrong, re-record it on this machine: {record_command(target)} "
-        f"(in rounds: kernelgate record --rounds 3 -- {shlex.quote(target)})"
+        f"(in rounds: {record_rounds_command(target)})"
     )
