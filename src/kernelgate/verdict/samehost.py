@@ -336,8 +336,6 @@ def _doubt_on_total(deltas: list[Delta], reason: str) -> list[Delta]:
     and that the judge could not settle: the doubt goes on its total (else its first figure), so the
     benchmark is inconclusive, never a pass."""
     at = next((i for i, d in enumerate(deltas) if d.scope is Scope.TOTAL), 0)
-    if not deltas:
-        return deltas
     return [
         replace(d, verdict=Verdict.INCONCLUSIVE, note=reason) if i == at else d for i, d in enumerate(deltas)
     ]
