@@ -14,6 +14,17 @@ kernels count as one opaque group: present or not. Measured on the committed bas
 (2026-11-25): the H100's and the H200's quick sets launch different nvjet kernels in 42 modules of
 yolo11n fp16, and the same signatures by this rule.
 
+Two more choices of that kind, found when the full matrix was recorded on both GPUs (2026-11-26):
+
+- A GEMM algorithm may zero its workspace first: the H100's nvjet pick for model.15's conv of yolov8n
+  fp16 at batch 8 launches a ``Memset`` beside it, the H200's does not. A memset in a module with
+  engine kernels belongs to the engine group; one that no module launched (a CUDA-graph replay's
+  memset node) is left out, since it names no layer.
+- Inductor (torch.compile) autotunes a Triton kernel's block size by timing a few configurations in
+  the process, so the grid of a ``triton_`` kernel is its pick: yolov8n fp16 compiled ran
+  ``triton_per_fused_max_pool2d_with_indices`` on a 6400x1x1 grid on the H100, 400x1x1 on the H200.
+  For Triton kernels only their presence and launches count.
+
 A kernel whose launches per forward are not a whole number (the rounds of a baseline disagree) is
 not steady, and is left out on both sides. The grids of the pipeline's ``postprocess`` (NMS) follow
 the number of candidate boxes, that is the data: only its kernels and launches count.
@@ -36,6 +47,9 @@ ENGINE = re.compile(
 )
 ENGINE_KERNELS = "conv/GEMM engine kernels"
 DATA_DEPENDENT_GRIDS = frozenset({"postprocess"})  # layers whose grids follow the data
+MEMSET = re.compile(r"^Memset\b", re.IGNORECASE)  # the profiler's name of a cudaMemset(Async) on the GPU
+UNATTRIBUTED = "(unattributed)"
+AUTOTUNED = re.compile(r"^triton_")  # Inductor's kernels: their block size (grid) is timed per process
 
 
 def is_engine(name: str) -> bool:
@@ -78,8 +92,12 @@ class _Entry:
 def signature(m: Measurement) -> dict[tuple[str, str], _Entry]:
     """(module, kernel) -> launches per forward and grid, engine kernels folded into one per module."""
     out: dict[tuple[str, str], _Entry] = {}
+    engines = {k.module for k in m.kernels if is_engine(k.name)}
     for k in m.kernels:
-        if is_engine(k.name):
+        memset = MEMSET.match(k.name) is not None
+        if memset and k.module == UNATTRIBUTED:
+            continue
+        if is_engine(k.name) or (memset and k.module in engines):
             key = (k.module, ENGINE_KERNELS)
             out[key] = _Entry(k.layer, 1.0, "")
             continue
@@ -88,7 +106,7 @@ def signature(m: Measurement) -> dict[tuple[str, str], _Entry]:
 
 
 def _grid(k: KernelStat) -> str:
-    if not k.launch or k.layer in DATA_DEPENDENT_GRIDS:
+    if not k.launch or k.layer in DATA_DEPENDENT_GRIDS or AUTOTUNED.match(k.name):
         return ""
     return str(k.launch.get("grid", ""))
 
