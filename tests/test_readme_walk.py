@@ -134,10 +134,14 @@ def test_the_first_run_commands_of_the_readme_work_in_order_on_the_cpu(tmp_path:
     )
     out = re.sub(r"\x1b\[[0-9;]*m", "", slowed.stdout)
     assert slowed.returncode == 1, out[-3000:]
-    assert re.search(r"REGRESSED model\.2 C2f:.*threshold 50 %, floor (1000 µs|1(\.000)? ms)", out), out[
-        -3000:
-    ]
-    assert "REGRESSED model.3 " not in out
+    # model.2's CPU ops, or its host time where the CPU ops of this busy machine stayed inside their
+    # noise (+509 %, p=0.04 against the baseline's 5 forwards, once in a clean-clone CI run, 2026-11-26):
+    # model.2 either way, and no other layer
+    regressed = re.findall(r"REGRESSED (?:host time of )?(model\.\d+) \w+: .*threshold 50 %", out)
+    assert regressed and set(regressed) == {"model.2"}, out[-3000:]
+    assert re.search(r"REGRESSED model\.2 C2f:.*floor (1000 µs|1(\.000)? ms)", out) or re.search(
+        r"REGRESSED host time of model\.2 C2f:", out
+    ), out[-3000:]
     section = slowed.stdout.split(" kernelgate ")[-1].split("where the time goes")[0]
     assert "\x1b[1;31mregressed\x1b[0m" in section
     assert max(len(re.sub(r"\x1b\[[0-9;]*m", "", line)) for line in section.splitlines()[1:]) <= 80
