@@ -2,10 +2,14 @@
 
 Precisions fp32/bf16/autocast-bf16, batch, channels_last, fused Conv+BN, torch.compile, the
 pipeline stages (letterbox + NMS on ultralytics' bus.jpg), a YOLO26 end-to-end head, a custom yaml
-and a ``module:factory`` model; CUDA-graph mode is skipped with its reason. This checks that each
-configuration runs, is attributed, saved and compared, not CPU timing: no threshold here can be
-reached (with 300 % and a 5 ms floor, yolo26n's Detect once went 3.8 -> 15.3 ms between the two
-processes, beside the other pytest-xdist worker on the 2-core CI machine).
+and a ``module:factory`` model; CUDA-graph mode is skipped with its reason. torch.compile compiles
+the ``module:factory`` model: yolov8n's Inductor build took 65 s of this test's 103 s with an empty
+Inductor cache (2-core CPU machine, 2026-11-26). YOLO models under torch.compile are measured in the
+GPU matrix's full set (its 3-round baselines of 2026-11-26 hold four such configurations).
+
+This checks that each configuration runs, is attributed, saved and compared, not CPU timing: no
+threshold here can be reached (with 300 % and a 5 ms floor, yolo26n's Detect once went 3.8 -> 15.3
+ms between the two processes, beside the other pytest-xdist worker on the 2-core CI machine).
 """
 
 from __future__ import annotations
@@ -54,7 +58,13 @@ stages = ["pipeline"]
 models = ["yolov8n"]
 precisions = ["fp32"]
 imgsz = [64]
-modes = ["compile", "graph"]
+modes = ["graph"]
+
+[[tool.kernelgate.matrix.axes]]
+models = ["tinynet:build"]
+precisions = ["fp32"]
+imgsz = [64]
+modes = ["compile"]
 
 [[tool.kernelgate.matrix.axes]]
 models = ["custom/yolov8n-custom.yaml", "tinynet:build"]
@@ -83,7 +93,7 @@ EXPECTED = {
     "yolo11n-fp32-bs2-64-cl-fused",
     "yolov8n-fp32-bs1-64-pipeline",
     "yolo26n-fp32-bs1-64-pipeline",
-    "yolov8n-fp32-bs1-64-compile",
+    "build-fp32-bs1-64-compile",
     "yolov8n-custom-fp32-bs1-64",
     "build-fp32-bs1-64",
 }
@@ -130,7 +140,7 @@ def test_each_cpu_axis_records_and_compares(pytester: pytest.Pytester) -> None:
     assert "torchvision::nms" in ops("yolov8n-fp32-bs1-64-pipeline", "postprocess")
     assert "torchvision::nms" not in ops("yolo26n-fp32-bs1-64-pipeline", "postprocess")
     assert layers("yolo26n-fp32-bs1-64-pipeline")["postprocess"] > 0
-    assert set(layers("yolov8n-fp32-bs1-64-compile")) == {"input", "compiled"}
+    assert set(layers("build-fp32-bs1-64-compile")) == {"input", "compiled"}
     assert set(layers("build-fp32-bs1-64")) == {"input", "0", "1", "2"}
     assert "model.22" in layers("yolov8n-custom-fp32-bs1-64")
     kernels = {k["name"] for k in saved["yolov8n-bf16-bs1-64"]["extra_info"]["kernelgate"]["kernels"]}
