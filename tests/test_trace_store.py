@@ -8,6 +8,7 @@ import pytest
 from factories import launched, step
 from real_data import DATA
 
+from kernelgate.baseline import store as baseline
 from kernelgate.baseline.names import safe_name
 from kernelgate.measure import trace
 from kernelgate.report import trace_store
@@ -64,3 +65,60 @@ def test_file_names_follow_the_gate() -> None:
 def test_a_trace_without_profiler_steps_is_refused() -> None:
     with pytest.raises(ValueError, match="no ProfilerStep"):
         trace_store.excerpt({"traceEvents": [{"ph": "X", "name": "x", "ts": 1, "dur": 1}]})
+
+
+def test_a_baseline_keeps_the_traces_of_the_default_set_and_of_its_own_tests() -> None:
+    default_set, matrix = frozenset({"a-fp16", "b-fp16"}), frozenset({"a-fp16", "b-fp16", "a-bf16-compile"})
+    chosen = trace_store.worth_keeping(
+        ["a-fp16", "a-bf16-compile", "my-net-fp32", "b-fp16"], default_set, matrix
+    )
+    assert chosen == ["a-fp16", "my-net-fp32", "b-fp16"]
+    assert trace_store.worth_keeping(["a-bf16-compile"], matrix, matrix) == ["a-bf16-compile"]
+
+
+PLUGIN_SUITE = """
+import torch
+from kernelgate.models.layers import Layers
+
+
+def test_matrix(kernelgate, kernelgate_case):
+    kernelgate.run(kernelgate_case)
+
+
+def test_own(kernelgate):
+    net = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.ReLU())
+    kernelgate.module(net, torch.randn(1, 3, 16, 16), Layers({"0": "Conv2d", "1": "ReLU"}), name="own")
+"""
+
+PLUGIN_PYPROJECT = """
+[tool.kernelgate.matrix]
+on_cpu = "pr"
+
+[[tool.kernelgate.matrix.pr]]
+models = ["tinynet:build"]
+precisions = ["fp32"]
+imgsz = [32]
+
+[[tool.kernelgate.matrix.nightly]]
+models = ["tinynet:build"]
+precisions = ["fp32"]
+imgsz = [32, 48]
+"""
+
+
+def test_a_save_of_the_nightly_set_keeps_no_trace_of_what_pull_requests_do_not_gate(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makepyprojecttoml(PLUGIN_PYPROJECT)
+    pytester.makepyfile(test_suite=PLUGIN_SUITE)
+    pytester.makepyfile(tinynet="import torch\n\n\ndef build():\n    return torch.nn.Conv2d(3, 4, 3)\n")
+    done = pytester.runpytest_subprocess(
+        "-p", "no:cacheprovider", "--kernelgate-device=cpu", "--kernelgate-iterations=2",
+        "--benchmark-min-rounds=2", "--kernelgate-save", "--kernelgate-matrix", "nightly",
+    )  # fmt: skip
+    done.assert_outcomes(passed=3)
+    (folder,) = Path(pytester.path, "baselines").glob("cpu-*")
+    saved = {e.measurement.benchmark for e in baseline.load(folder / baseline.FILE_NAME).values()}
+    assert saved == {"build-fp32-bs1-32", "build-fp32-bs1-48", "own"}
+    kept = sorted(p.name.removesuffix(trace_store.SUFFIX) for p in (folder / "traces").iterdir())
+    assert kept == ["build-fp32-bs1-32", "own"]

@@ -22,6 +22,21 @@ if TYPE_CHECKING:
     from kernelgate.baseline.store import Entry
 
 
+def _traced(config: pytest.Config, benchmarks: list[str], gpu: bool) -> list[str]:
+    """Of the benchmarks saved as a baseline, those whose trace it keeps
+    (:func:`kernelgate.report.trace_store.worth_keeping`)."""
+    from kernelgate.models import matrix
+    from kernelgate.report.trace_store import worth_keeping
+
+    try:
+        table = matrix.load(Path(config.rootpath) / "pyproject.toml")
+        default_set = frozenset(spec.id for spec in table.cases(None, gpu))
+    except matrix.MatrixError:  # the run itself said so, if it used the matrix
+        return benchmarks
+    everything = frozenset(spec.id for specs in table.sets.values() for spec in specs)
+    return worth_keeping(benchmarks, default_set, everything)
+
+
 def write(
     config: pytest.Config, state: State, path: Path, entries: list[Entry], merge: bool, redact: bool = False
 ) -> bool:
@@ -98,6 +113,8 @@ def finish(session: pytest.Session) -> None:
                 for e in reliable
                 if EXTRA_KEY not in (e.benchmark.get("extra_info") or {})
             ]
+            kept = set(_traced(session.config, [run[2] for run in runs], not arch.startswith("cpu-")))
+            runs = [run for run in runs if run[2] in kept]
             state.note(*keep_for_baselines(runs, state.options.out_dir, state.config.baseline_dir))
         elif not state.options.save:
             _host_notes(state, arch)
