@@ -112,3 +112,27 @@ def test_a_baseline_without_host_times_sends_its_benchmarks_to_the_judge(pyteste
     assert (
         "their host side and waits for the device were not compared, and the same-host judge is off" in text
     )
+
+
+@pytest.mark.slow
+def test_omp_num_threads_1_set_by_a_conftest_on_the_cpu_is_named_not_compared(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A change that sets OMP_NUM_THREADS=1 before the models are built (as `import ultralytics` once
+    did) makes every op of a CPU run slower: kernelgate measures with the count the run is configured
+    with, records it, and on a CPU does not compare against a baseline of another count: it fails
+    saying both counts and the setting that measures as the baseline did."""
+    pytester.makepyprojecttoml(PYPROJECT)
+    pytester.makepyfile(test_suite=SUITE)
+    monkeypatch.setenv("OMP_NUM_THREADS", "2")
+    pytester.runpytest(*ARGS, "--kernelgate-save").assert_outcomes(passed=1)
+    (path,) = pytester.path.glob("baselines/cpu-*/0001_kernelgate.json")
+    (entry,) = baseline.load(path).values()
+    assert entry.measurement.environment["torch_threads"] == "2"
+
+    pytester.makeconftest("import os\n\nos.environ['OMP_NUM_THREADS'] = '1'\n")
+    one = pytester.runpytest(*ARGS)
+    out = one.stdout.str()
+    assert one.ret == 1, out[-3000:]
+    assert "the baseline ran with 2, this run with 1" in out, out[-3000:]
+    assert "threads = 2 in [tool.kernelgate]" in out, out[-3000:]
