@@ -112,6 +112,23 @@ def test_cold_starts_have_a_table_of_their_phases(tmp_path: Path) -> None:
     assert "to\\_steady" not in text
 
 
+def test_the_headline_counts_the_cold_starts_it_judged_beside_the_benchmarks(tmp_path: Path) -> None:
+    # "no regression in N benchmark(s)" counts the kernel benchmarks; passed cold starts are said too
+    passed = dataclasses.replace(
+        COLD,
+        deltas=tuple(dataclasses.replace(d, verdict=Verdict.UNCHANGED) for d in COLD.deltas),
+        fail_on=frozenset({Verdict.REGRESSED}),
+    )
+    item = passing_item()
+    cases = [policy.Case.of(item.comparison), policy.Case.of(passed)]
+    decision = policy.decide(cases, policy.ExitPolicy())
+    publish.publish([item], tmp_path, run=RunOutcome(decision, (), (passed, passed)))
+    line = (tmp_path / "report.md").read_text().splitlines()[1]
+    assert "no regression in 1 benchmark(s)" in line and line.endswith("; 2 cold start(s) passed"), line
+    publish.publish([item], tmp_path, run=RunOutcome(decision, (), ()))
+    assert "cold start" not in (tmp_path / "report.md").read_text().splitlines()[1]
+
+
 def test_report_of_a_run_with_every_outcome_golden(tmp_path: Path) -> None:
     """A passing benchmark with an ambiguous layer, one without a baseline, one that crashed, and
     a regressed cold start: the headline, why the run fails, and the three tables."""

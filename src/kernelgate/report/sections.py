@@ -55,6 +55,8 @@ def headline_suffix(diffs: Sequence[BenchmarkDiff], run: RunOutcome | None) -> s
     cold = [c for c in run.coldstarts if c.failed]
     if cold:
         text += f"; {len(cold)} cold start(s) failed: {_first(c.benchmark for c in cold)}"
+    elif run.coldstarts:  # the count above is of the kernel benchmarks: say the cold starts were judged
+        text += f"; {len(run.coldstarts)} cold start(s) passed"
     if run.not_compared:
         named = (
             c.benchmark + ("" if c.status is Status.NOT_COMPARED else f" ({c.status.value})")
