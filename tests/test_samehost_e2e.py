@@ -101,6 +101,8 @@ def test_a_committed_slowdown_is_confirmed_on_this_machine(pytester: pytest.Pyte
     each = "(each process, round by round: base * | head * µs)"
     result.stdout.fnmatch_lines([f"*REGRESSED model.1? Upsample:*{each}*"])
     assert "INCONCLUSIVE" not in out
+    # two processes a side, fewer than the process test needs: the run says what that gives up
+    assert "confirm_max_rounds = 2: the same-host judge measures at most 2 process(es) a side" in out
     kept = json.loads((pytester.path / ".kernelgate" / "samehost.json").read_text())
     (suspect,) = kept["suspects"]
     assert len(suspect["base"]) == len(suspect["head"]) >= 2  # confirm_min_rounds = 2 here
@@ -136,6 +138,7 @@ def test_a_plugin_on_both_sides_reaches_every_child(
     # which fails the run; never a regression
     out = result.stdout.str()
     assert "REGRESSION" not in out and "regression:" not in out, out[-3000:]
+    assert "confirm_max_rounds" not in out  # three a side: the process test decides with the pooled one
     if result.ret == 0:
         result.stdout.fnmatch_lines(["*yolov8n-fp32-bs1-64: pass: base and head agree on this runner*"])
     else:

@@ -321,6 +321,21 @@ def decide_coldstart(state: State) -> Decider:
     return decide_one
 
 
+def few_processes(max_rounds: int) -> str:
+    """What a judge of fewer processes a side than the process test needs cannot do, or ''."""
+    from kernelgate.verdict.delta import MIN_PROCESSES
+
+    if max_rounds >= MIN_PROCESSES:
+        return ""
+    return (
+        f"confirm_max_rounds = {max_rounds}: the same-host judge measures at most {max_rounds} process(es) "
+        f"a side, and its test of the process medians needs {MIN_PROCESSES}; the pooled iterations decide "
+        "alone, which failed unchanged code where one process of a side ran slow (H100 hosts, "
+        f"2026-11-25). Set confirm_max_rounds = {MIN_PROCESSES} or more in [tool.kernelgate] for a verdict "
+        "a runner's odd process cannot decide."
+    )
+
+
 def judge_session(config: pytest.Config, state: State) -> None:
     """Decide every suspect of the session on this runner; its comparison joins the session's with
     the judge's verdicts, and a regression or (by default) a doubt fails the run with its message."""
@@ -340,6 +355,9 @@ def judge_session(config: pytest.Config, state: State) -> None:
 
     log(f"kernelgate: {len(state.suspects)} suspect(s) against the stored baseline; measuring base and "
         "head on this runner")  # fmt: skip
+    weak = few_processes(state.config.confirm_max_rounds)
+    if weak:
+        state.note(weak)
     judge = Judge(config, state, log)
     try:
         decisions = judge.run(
