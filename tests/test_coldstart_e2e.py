@@ -8,9 +8,13 @@ phase); the thresholds are wide because imports on a shared 2-core CI machine ar
 from __future__ import annotations
 
 import json
+import subprocess
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
+
+from kernelgate.machine.fingerprint import HostFingerprint
 
 pytest.importorskip("ultralytics")
 
@@ -65,3 +69,61 @@ def test_record_then_catch_a_slowed_cold_start_phase(
     )
     assert "REGRESSED import_torch" not in slowed.stdout.str()
     assert "could not be written" not in slowed.stdout.str()  # the kernel report skips cold starts
+
+
+def git(path: Path, *args: str) -> None:
+    subprocess.run(
+        ["git", "-c", "user.email=ci@example.com", "-c", "user.name=ci", *args],
+        cwd=path, check=True, capture_output=True,
+    )  # fmt: skip
+
+
+# wide: a CPU start-up on the shared 2-core CI machine moves by seconds; the judge settles at round 2
+JUDGED = PYPROJECT.replace("2500.0", "10000.0") + "confirm_min_rounds = 2\nconfirm_max_rounds = 2\n"
+
+
+@pytest.mark.slow
+def test_a_cold_start_recorded_on_another_host_is_judged_on_this_runner(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A cold start depends on the host more than on the code: against another host's baseline the
+    screen measures one run (the runner's offset) and base and head on this runner decide, whatever
+    the stored numbers say; from this runner's own baseline the screen decides as before."""
+    monkeypatch.delenv("KERNELGATE_SLOW_PHASE", raising=False)
+    pytester.makepyprojecttoml(JUDGED)
+    pytester.makepyfile(test_suite=SUITE.replace("runs=1", "runs=3"))
+    pytester.path.joinpath(".gitignore").write_text(".kernelgate/\n")
+    git(pytester.path, "init", "-q", "-b", "main")
+    git(pytester.path, "add", "-A")
+    git(pytester.path, "commit", "-qm", "base")
+    run(pytester, "--kernelgate-save").assert_outcomes(passed=1)
+    (path,) = Path(pytester.path, "baselines").glob("cpu-*/0001_kernelgate.json")
+    git(pytester.path, "add", "-A")
+    git(pytester.path, "commit", "-qm", "baseline")
+
+    here = run(pytester)  # this runner recorded it: the screen alone, 3 runs, no judge
+    here.assert_outcomes(passed=1)
+    assert "same-host" not in here.stdout.str()
+
+    data = json.loads(path.read_text())
+    for bench in data["benchmarks"]:  # the same baseline, as another host recorded it
+        for host in bench["extra_info"]["kernelgate"]["hosts"]:
+            other = replace(HostFingerprint.from_json(host), cpu="Another CPU (64 cores)")
+            host.update(cpu=other.cpu, id=other.id)
+    path.write_text(json.dumps(data))
+    git(pytester.path, "commit", "-qam", "baseline of another host")
+
+    judged = pytester.runpytest_subprocess(
+        "-p", "no:cacheprovider", "--kernelgate-device=cpu", "--benchmark-json=screen.json"
+    )  # fmt: skip
+    out = judged.stdout.str()
+    judged.assert_outcomes(passed=1)
+    assert (
+        "kernelgate: cold starts: this runner is not the host that recorded this cold start's baseline (host "
+        in out
+    ), out[-3000:]
+    assert "Another CPU (64 cores)" in out
+    assert "1 suspect(s) against the stored baseline" in out
+    assert "coldstart-yolov8n-fp32-bs1-32-empty: pass: base and head agree on this runner" in out
+    (bench,) = json.loads((pytester.path / "screen.json").read_text())["benchmarks"]
+    assert bench["stats"]["rounds"] == 1  # the screen's one run: the offset, not the verdict
