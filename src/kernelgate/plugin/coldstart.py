@@ -70,6 +70,12 @@ def run(
     if scenario not in SCENARIOS:
         raise ValueError(f"scenario {scenario!r}: use one of {sorted(SCENARIOS)}")
     chosen = SCENARIOS[scenario]
+    if chosen.compile_only and spec.mode != COMPILE:
+        raise ValueError(f"scenario {scenario!r} changes a compile option: it needs mode='compile'")
+    if chosen.force_ptx:
+        reason = ptx_unavailable(spec.device)
+        if reason:
+            pytest.skip(reason)
     foreign = None
     if kg.state.options.confirm_out is not None:  # a process of a same-host round
         runs = min(runs, JUDGE_RUNS)
@@ -77,12 +83,6 @@ def run(
         foreign = recorded_elsewhere(kg, spec)
         if foreign is not None:
             runs = min(runs, FOREIGN_RUNS)
-    if chosen.compile_only and spec.mode != COMPILE:
-        raise ValueError(f"scenario {scenario!r} changes a compile option: it needs mode='compile'")
-    if chosen.force_ptx:
-        reason = ptx_unavailable(spec.device)
-        if reason:
-            pytest.skip(reason)
     with tempfile.TemporaryDirectory(prefix="kernelgate-coldstart-") as work:
         runner = Runner(spec, chosen, Path(work), env)
         try:

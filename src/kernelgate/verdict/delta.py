@@ -229,10 +229,13 @@ class Comparison:
 
     @property
     def failures(self) -> tuple[Delta, ...]:
-        """What fails, the origin layers first (in their order), the rest in execution order."""
+        """What fails, the origin layers first (in their order), the rest in execution order, the
+        whole forward's figures (total, latency) last: a message names what got slower first."""
         failing = [d for d in self.deltas if d.verdict in self.fail_on]
         first = [d for name in self.origins for d in failing if d.scope is Scope.LAYER and d.name == name]
-        return (*first, *(d for d in failing if d not in first))
+        rest = [d for d in failing if d not in first]
+        whole = [d for d in rest if d.scope in (Scope.TOTAL, Scope.WALL)]
+        return (*first, *(d for d in rest if d not in whole), *whole)
 
     @property
     def failed(self) -> bool:
