@@ -102,9 +102,24 @@ def compare_scenario(
     The default judge is threshold + floor (:func:`median_rule`): with 3 runs a side, a rank test
     cannot reach significance (two-sided Mann-Whitney p >= 0.1), so it would never fail.
     """
+    return compare_rounds([base], [current], config, judge)
+
+
+def compare_rounds(
+    base: Sequence[ColdStart], current: Sequence[ColdStart], config: GateConfig, judge: Judge = median_rule
+) -> Comparison:
+    """:func:`compare_scenario` of several records a side (the processes of a same-host A/B, one
+    per round, each holding its runs): every figure's runs pooled, with the rounds kept apart in the
+    :class:`Dist` (its ``rounds``), so that a judge can test the round medians
+    (:func:`kernelgate.verdict.delta.process_rule`)."""
+    last = current[-1]
+
+    def pooled(records: Sequence[ColdStart], name: str | None) -> Dist | None:
+        found = [d for r in records if (d := r.total if name is None else r.phase(name)) is not None and d.n]
+        return Dist.concat(found) if found else None
 
     def delta(name: str, b: Dist | None, c: Dist | None) -> Delta:
-        threshold = config.threshold(current.arch, current.id, Scope.PHASE, name)
+        threshold = config.threshold(last.arch, last.id, Scope.PHASE, name)
         if b is None or not b.samples:
             verdict = Verdict.NEW
         elif c is None or not c.samples:
@@ -114,19 +129,19 @@ def compare_scenario(
         return Delta(
             scope=Scope.PHASE,
             name=name,
-            layer=current.scenario,
+            layer=last.scenario,
             baseline_us=None if b is None or not b.samples else b.median,
             current_us=None if c is None or not c.samples else c.median,
             threshold=threshold,
             verdict=verdict,
         )
 
-    deltas = [delta(TOTAL, base.total, current.total)]
+    deltas = [delta(TOTAL, pooled(base, None), pooled(current, None))]
     for name in PHASES:
-        b, c = base.phase(name), current.phase(name)
+        b, c = pooled(base, name), pooled(current, name)
         if b is not None or c is not None:
             deltas.append(delta(name, b, c))
-    return Comparison(current.id, current.arch, tuple(deltas), frozenset({Verdict.REGRESSED}))
+    return Comparison(last.id, last.arch, tuple(deltas), frozenset({Verdict.REGRESSED}))
 
 
 def seconds(us: float | None) -> str:

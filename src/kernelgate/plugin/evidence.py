@@ -1,8 +1,9 @@
 """What the same-host judge's verdicts rest on, kept for a reader who doubts one: each process's
 medians (the latency of a step, the GPU total, the host time of each layer), round by round, in
-``<out>/samehost.json``. The judge writes it after every round, so a run cut short keeps what it
-measured. Rounds alternate the order of the sides (base first in rounds 1, 3, ...; head first in
-2, 4, ...): ``first`` says which process of a round measured first."""
+``<out>/samehost.json``; for a cold start, each run's phases (ms) in each round's process. The judge
+writes it after every round, so a run cut short keeps what it measured. Rounds alternate the order
+of the sides (base first in rounds 1, 3, ...; head first in 2, 4, ...): ``first`` says which process
+of a round measured first."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from kernelgate.coldstart.phases import ColdStart, Run
 from kernelgate.measure.results import Measurement
 from kernelgate.verdict.ab import order
 
@@ -25,6 +27,24 @@ def row(nodeid: str, benchmark: str, sides: Mapping[str, Sequence[Mapping[str, A
         found[name] = [_process(Measurement.from_json(rec), r, first=order(("base", "head"), r)[0] == name)
                        for r, rec in enumerate(records)]  # fmt: skip
     return found
+
+
+def coldstart_row(
+    nodeid: str, benchmark: str, sides: Mapping[str, Sequence[Mapping[str, Any]]]
+) -> dict[str, Any]:
+    """One cold-start suspect: ``sides`` maps base and head to their records (ColdStart JSON)."""
+    found: dict[str, Any] = {"nodeid": nodeid, "benchmark": benchmark}
+    for name, records in sides.items():
+        found[name] = [
+            {"round": r + 1, "first": order(("base", "head"), r)[0] == name,
+             "runs_ms": [_phases(run) for run in ColdStart.from_json(rec).runs]}
+            for r, rec in enumerate(records)
+        ]  # fmt: skip
+    return found
+
+
+def _phases(run: Run) -> dict[str, Any]:
+    return {k: round(v, 1) for k, v in run.phases_ms.items()} if run.ok else {"error": run.failure}
 
 
 def write(out: Path, rows: Sequence[Mapping[str, Any]]) -> Path:

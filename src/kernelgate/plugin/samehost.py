@@ -35,7 +35,8 @@ from kernelgate.machine import sideenv
 from kernelgate.measure.results import Dist, Measurement
 from kernelgate.plugin import evidence, invocation, standby
 from kernelgate.verdict import ab, samehost
-from kernelgate.verdict.compare import Comparison, Judgement, noise_aware_rule
+from kernelgate.verdict.compare import Comparison, Judgement
+from kernelgate.verdict.delta import process_rule
 
 if TYPE_CHECKING:
     import pytest
@@ -248,9 +249,10 @@ class Judge:
             pending = [s for s in pending if s.nodeid not in decided]
             # after each round: a run cut short keeps what it measured
             evidence.write(self.state.options.out_dir, [
-                evidence.row(s.nodeid, s.screen.benchmark, {"base": base.records.get(s.nodeid, []),
-                                                            "head": head.records.get(s.nodeid, [])})
-                for s in suspects if s.kind == KERNEL
+                (evidence.row if s.kind == KERNEL else evidence.coldstart_row)(
+                    s.nodeid, s.screen.benchmark,
+                    {"base": base.records.get(s.nodeid, []), "head": head.records.get(s.nodeid, [])})
+                for s in suspects
             ])  # fmt: skip
             still = ", ".join(s.screen.benchmark + (f" ({why[s.nodeid]})" if why.get(s.nodeid) else "")
                               for s in pending)  # fmt: skip
@@ -285,32 +287,28 @@ def decide_kernel(state: State) -> Decider:
 
 
 def decide_coldstart(state: State) -> Decider:
-    """The same-host decision of a cold-start suspect: every run of each side (a fresh process
-    each) pooled, after rounds in both orders (base first, then head first: a machine that warms up
-    during the first child must not favour one side), each phase by the noise-aware rule (threshold,
-    floor and a significant Mann-Whitney test over the runs); host-coupled: no offset check. Seen
-    on an H200: in one base-then-head round of 3 runs a side, ``import torch`` of the same code was
-    +31 % on the second side."""
+    """The same-host decision of a cold-start suspect, after rounds in both orders (base first, then
+    head first: a machine that warms up during the first child must not favour one side): each phase
+    by the rule of the kernel judge (:func:`kernelgate.verdict.delta.process_rule`) over every run of
+    each side (each a fresh process) pooled, and over the median of each round's runs: the runs of
+    one round share its time on the host, so one slow stretch of the runner must not decide alone.
+    Seen on H100 host 5c7476c4 (2026-11-26): in an A/A run, ``import torch`` of the same code +41 %
+    on the head side over 3 rounds of 2 runs, pooled. Host-coupled: no offset check."""
     cfg = state.config
 
-    def pooled(records: Sequence[Mapping[str, Any]]) -> ColdStart | None:
-        found = [ColdStart.from_json(r) for r in records]
-        if not found:
-            return None
-        return dataclasses.replace(found[0], runs=tuple(run for rec in found for run in rec.runs))
-
     def rule(b: Dist, c: Dist, t: Threshold) -> Judgement:
-        return noise_aware_rule(b, c, t, alpha=cfg.alpha)
+        return process_rule(b, c, t, alpha=cfg.alpha)
 
     def decide_one(s: Suspect, base: Sequence[Mapping[str, Any]], head: Sequence[Mapping[str, Any]],
                    final: bool) -> samehost.Decision | str:  # fmt: skip
-        b, h = pooled(base), pooled(head)
-        if b is None or h is None or min(len(base), len(head)) < COLDSTART_MIN_ROUNDS:
+        b = [ColdStart.from_json(r) for r in base]
+        h = [ColdStart.from_json(r) for r in head]
+        if not b or not h or min(len(b), len(h)) < COLDSTART_MIN_ROUNDS:
             return f"a round in each order first ({COLDSTART_MIN_ROUNDS})"
-        n = min(len(b.ok_runs), len(h.ok_runs))
+        n = min(sum(len(r.ok_runs) for r in b), sum(len(r.ok_runs) for r in h))
         if n < cfg.confirm_min_rounds:
             return f"{n} of at least {cfg.confirm_min_rounds} runs a side"
-        ab = coldverdict.compare_scenario(b, h, cfg, judge=rule)
+        ab = coldverdict.compare_rounds(b, h, cfg, judge=rule)
         found = samehost.settle(s.screen, ab, n, final=final, check_offset=False)
         return (
             found

@@ -1,0 +1,97 @@
+"""The same-host judge of a cold start: each side's rounds (one pytest process each, its runs fresh
+processes) pooled, and the median of each round tested as the unit of replication.
+
+Synthetic records shaped like the A/A run on H100 host 5c7476c4 (2026-11-26): ``import torch`` about
+3.0 s, 2 runs a round; that run failed the same code at +41 % on the head side over 3 rounds pooled.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import replace
+from types import SimpleNamespace
+from typing import Any, cast
+
+from kernelgate.coldstart import verdict as coldverdict
+from kernelgate.coldstart.phases import ChildSpec, ColdStart, Run
+from kernelgate.config import GateConfig
+from kernelgate.plugin.samehost import COLDSTART, Suspect, decide_coldstart
+from kernelgate.verdict.compare import Verdict, noise_aware_rule
+from kernelgate.verdict.samehost import Outcome
+
+SPEC = ChildSpec("yolov8n", "fp16", 1, 640, "cuda", 50)
+CONFIG = GateConfig()
+
+
+def record(import_torch_ms: list[float], seed: int) -> ColdStart:
+    """One round's process: its runs, ``import torch`` as given, the other phases steady."""
+    rng = random.Random(seed)
+
+    def jitter(ms: float) -> float:
+        return ms * (1 + rng.uniform(-0.01, 0.01))
+
+    runs = tuple(
+        Run({"startup": jitter(100.0), "import_torch": t, "cuda_init": jitter(150.0), "build": jitter(90.0),
+             "first_inference": jitter(400.0)}, 4000.0, 0)
+        for t in import_torch_ms
+    )  # fmt: skip
+    return ColdStart(SPEC, "empty", "sm90-nvidia-h100-80gb-hbm3", {}, runs, {"torch": "2.11.0+cu130"})
+
+
+def side(rounds: list[list[float]], seed: int) -> list[dict[str, Any]]:
+    return [record(r, seed + i).to_json() for i, r in enumerate(rounds)]
+
+
+BASE = [[3000.0, 3030.0], [3010.0, 2990.0], [3020.0, 3005.0]]
+
+
+def decide(base: list[dict[str, Any]], head: list[dict[str, Any]], final: bool = False) -> Any:
+    first = ColdStart.from_json(base[0])
+    screen = coldverdict.compare_scenario(first, ColdStart.from_json(head[0]), CONFIG)
+    suspect = Suspect("benchmarks/test_coldstart.py::test_coldstart[x]", COLDSTART, screen, first.to_json())
+    decider = decide_coldstart(cast(Any, SimpleNamespace(config=CONFIG)))
+    return decider(suspect, base, head, final)
+
+
+def test_a_slowdown_in_every_round_is_a_regression() -> None:
+    head = side([[4250.0, 4280.0], [4230.0, 4300.0], [4260.0, 4240.0]], seed=10)
+    found = decide(side(BASE, 0), head)
+    assert found.outcome is Outcome.REGRESSION and "import_torch +41" in found.reason
+
+
+def test_a_slow_stretch_of_the_runner_in_some_rounds_decides_nothing_alone() -> None:
+    # two of three head rounds slow: pooled, the runs say "regressed"; the round medians do not agree
+    head = side([[4250.0, 4280.0], [4230.0, 4300.0], [3100.0, 3120.0]], seed=10)
+    b = [ColdStart.from_json(r) for r in side(BASE, 0)]
+    h = [ColdStart.from_json(r) for r in head]
+    # the runs pooled with no rounds kept (the judge before 2026-11-26): "regressed"
+    flat_b = replace(b[0], runs=tuple(run for r in b for run in r.runs))
+    flat_h = replace(h[0], runs=tuple(run for r in h for run in r.runs))
+    pooled = coldverdict.compare_scenario(flat_b, flat_h, CONFIG, judge=noise_aware_rule)
+    assert Verdict.REGRESSED in {d.verdict for d in pooled.deltas if d.name == "import_torch"}
+    found = decide(side(BASE, 0), head)
+    assert isinstance(found, str) and "import_torch" in found  # more rounds
+    assert decide(side(BASE, 0), head, final=True).outcome is Outcome.INCONCLUSIVE  # never a pass
+
+
+def test_the_same_code_passes_after_a_round_in_each_order() -> None:
+    head = side([[3015.0, 2995.0], [3005.0, 3025.0]], seed=10)
+    assert decide(side(BASE[:1], 0), head[:1]) == "a round in each order first (2)"
+    assert decide(side(BASE[:2], 0), head).outcome is Outcome.PASS
+
+
+def test_compare_rounds_keeps_the_rounds_of_each_side() -> None:
+    b = [ColdStart.from_json(r) for r in side(BASE, 0)]
+    ab = coldverdict.compare_rounds(b, b, CONFIG)
+    assert all(d.verdict is Verdict.UNCHANGED for d in ab.deltas)
+    one = coldverdict.compare_scenario(b[0], b[0], CONFIG)
+    assert [d.name for d in one.deltas] == [d.name for d in ab.deltas]
+
+
+def test_the_evidence_file_keeps_each_run_of_each_round() -> None:
+    from kernelgate.plugin import evidence
+
+    row = evidence.coldstart_row("n", "b", {"base": side(BASE[:2], 0), "head": side(BASE[:2], 5)})
+    assert [r["first"] for r in row["base"]] == [True, False]
+    assert [r["first"] for r in row["head"]] == [False, True]
+    assert [run["import_torch"] for run in row["base"][1]["runs_ms"]] == [3010.0, 2990.0]
