@@ -29,6 +29,7 @@ from dataclasses import dataclass, field, replace
 from kernelgate.config import GateConfig, Scope
 from kernelgate.measure.results import Dist, Measurement, combine
 from kernelgate.measure.stages import HOST_COUPLED
+from kernelgate.verdict import bimodal
 from kernelgate.verdict.compare import Comparison, Delta, Verdict, compare
 from kernelgate.verdict.delta import process_rule
 
@@ -196,6 +197,7 @@ def decide(
     # on a CPU every op is host work: an offset from the baseline's host says nothing there
     device_side = not screen.arch.startswith("cpu")
     ab = compare(base, head, config, judge=lambda b, c, t: process_rule(b, c, t, alpha=config.alpha))
+    each = process_medians(base, head)
     decision = settle(
         screen,
         ab,
@@ -204,8 +206,9 @@ def decide(
         offset_pct=offset,
         noise=noise,
         check_offset=device_side,
+        processes=each,
     )
-    return None if decision is None else replace(decision, processes=process_medians(base, head))
+    return None if decision is None else replace(decision, processes=each)
 
 
 def settle(
@@ -217,9 +220,11 @@ def settle(
     offset_pct: float | None = None,
     check_offset: bool = True,
     noise: Mapping[tuple[Scope, str], float] | None = None,
+    processes: Mapping[tuple[Scope, str], tuple[tuple[float, ...], tuple[float, ...]]] | None = None,
 ) -> Decision | None:
     """The decision from an A/B comparison of ``n`` processes per side (None: not settled yet and
-    more rounds may be measured). ``check_offset=False`` for host-coupled benchmarks (cold starts)."""
+    more rounds may be measured). ``check_offset=False`` for host-coupled benchmarks (cold starts);
+    ``processes``: each figure's process medians, base and head (:func:`bimodal.explained`)."""
     deltas = judged(ab)
     # the origin of a regression first (kernelgate.verdict.origin), then the rest in forward order
     regressed = [d for d in ab.failures if d in deltas and d.verdict is Verdict.REGRESSED]
@@ -230,7 +235,12 @@ def settle(
         reason = f"base -> head on this runner: {names(regressed)}"
         return Decision(screen.benchmark, Outcome.REGRESSION, reason, ab, n, offset_pct)
     doubtful = doubts(ab)
-    if doubtful:
+    spread = [
+        w
+        for d in doubtful
+        if (w := bimodal.explained(d, *(processes or {}).get((d.scope, d.name), ((), ()))))
+    ]
+    if len(spread) < len(doubtful):
         return Decision(
             screen.benchmark,
             Outcome.INCONCLUSIVE,
@@ -240,7 +250,8 @@ def settle(
     doubt = offset_doubt(screen, offset_pct) if check_offset else None
     if doubt:
         return Decision(screen.benchmark, Outcome.INCONCLUSIVE, doubt, ab, n, offset_pct)
-    return Decision(screen.benchmark, Outcome.PASS, "base and head agree on this runner", ab, n, offset_pct)
+    reason = "; ".join(["base and head agree on this runner", *spread])
+    return Decision(screen.benchmark, Outcome.PASS, reason, ab, n, offset_pct)
 
 
 #: the figures a round line names per open suspect (a host-side move names every layer: 19 in yolov8n)

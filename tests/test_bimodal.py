@@ -1,0 +1,80 @@
+"""A host-side doubt that the runner's own spread explains: processes of both sides at two speeds,
+the fastest of each agreeing. Process medians of the A/A run on H100 host 5c7476c4 (2026-11-26,
+samehost.json), round by round; that run failed unchanged code as inconclusive (`wall +25.0 %`)."""
+
+from __future__ import annotations
+
+import random
+import re
+
+import pytest
+from factories import measurement
+
+from kernelgate.config import GateConfig, Scope, Threshold
+from kernelgate.measure.results import Measurement
+from kernelgate.verdict import bimodal
+from kernelgate.verdict.compare import Delta, Verdict, compare
+from kernelgate.verdict.samehost import Outcome, decide, merged
+
+AA_BASE = [4756.8, 5458.5, 5940.1, 7522.8, 5015.7, 7470.6]  # yolov8n fp32's step, µs
+AA_HEAD = [5074.8, 7884.6, 4729.4, 7947.2, 5789.4, 8308.1]
+
+
+def step(wall: float, seed: int) -> Measurement:
+    """One process: steady device-side layers, the latency around ``wall`` µs."""
+    rng = random.Random(seed)
+    layers = {name: [c * (1 + rng.uniform(-0.001, 0.001)) for _ in range(20)]
+              for name, c in (("model.0", 100.0), ("model.1", 200.0))}  # fmt: skip
+    total = [sum(v[i] for v in layers.values()) for i in range(20)]
+    kernels = {f"{name}.conv :: implicit_gemm": v for name, v in layers.items()}
+    latency = [wall * (1 + rng.uniform(-0.02, 0.02)) for _ in range(20)]
+    return measurement(layers=layers, kernels=kernels, total=total, wall=latency)
+
+
+def judged(base: list[float], head: list[float]) -> tuple[Outcome, str]:
+    config = GateConfig()
+    stored = step(9000.0, seed=99)
+    b = [step(w, seed=i) for i, w in enumerate(base)]
+    h = [step(w, seed=10 + i) for i, w in enumerate(head)]
+    screen = compare(stored, h[0], config)
+    decision = decide(screen, stored, b, h, config)
+    assert decision is not None
+    assert not merged(screen, decision).failed or decision.outcome is not Outcome.PASS
+    return decision.outcome, decision.reason
+
+
+def test_the_measured_a_a_passes_and_says_why(monkeypatch: pytest.MonkeyPatch) -> None:
+    outcome, reason = judged(AA_BASE, AA_HEAD)
+    assert outcome is Outcome.PASS, reason
+    speeds = (
+        r"wall: the processes of both sides ran at different speeds "
+        r"\(base 47\d\d … 75\d\d, head 47\d\d … 8[23]\d\d µs\)"
+    )
+    assert re.search(speeds, reason), reason
+    assert re.search(r"the fastest of each agree \(-0\.\d %\)", reason), reason
+    # what the run said without this rule: inconclusive, the run failed
+    monkeypatch.setattr(bimodal, "explained", lambda *args: None)
+    outcome, reason = judged(AA_BASE, AA_HEAD)
+    assert outcome is Outcome.INCONCLUSIVE and "wall +" in reason
+
+
+def test_slow_processes_only_on_the_head_stay_a_doubt() -> None:
+    base = [5480.0, 5520.0, 5500.0, 5510.0, 5490.0, 5530.0]
+    head = [7000.0, 6700.0, 6750.0, 5500.0, 5505.0, 5495.0]
+    outcome, reason = judged(base, head)
+    assert outcome is Outcome.INCONCLUSIVE and "wall" in reason
+
+
+def test_a_head_slower_in_its_fastest_process_too_is_not_the_runner() -> None:
+    head = [w * 1.14 for w in AA_BASE]  # every process +14 %, the runner's two speeds kept
+    outcome, reason = judged(AA_BASE, [head[i] for i in (1, 0, 3, 2, 5, 4)])
+    assert outcome is not Outcome.PASS, reason
+    assert "different speeds" not in reason
+
+
+def test_only_host_side_figures_and_enough_processes() -> None:
+    wall = Delta(Scope.WALL, "wall", "", 5000.0, 6000.0, Threshold(0.1, 50.0), Verdict.AMBIGUOUS)
+    assert bimodal.explained(wall, AA_BASE, AA_HEAD) is not None
+    layer = Delta(Scope.LAYER, "model.1", "", 5000.0, 6000.0, Threshold(0.1, 50.0), Verdict.AMBIGUOUS)
+    assert bimodal.explained(layer, AA_BASE, AA_HEAD) is None  # device side: never
+    assert bimodal.explained(wall, AA_BASE[:2], AA_HEAD[:2]) is None  # too few processes
