@@ -29,6 +29,7 @@ from kernelgate.machine import envdiff, fingerprint, identity
 from kernelgate.measure import timing
 
 if TYPE_CHECKING:
+    from kernelgate.baseline.store import Entry
     from kernelgate.plugin.fixture import KernelGate
 
 # timed runs of a cold start in each process of a same-host round: the judge decides a cold start
@@ -76,12 +77,12 @@ def run(
         reason = ptx_unavailable(spec.device)
         if reason:
             pytest.skip(reason)
-    foreign = None
+    gpu = spec.device.startswith("cuda")
     if kg.state.options.confirm_out is not None:  # a process of a same-host round
         runs = min(runs, JUDGE_RUNS)
     elif kg.state.config.confirm and not kg.state.options.save:
-        foreign = recorded_elsewhere(kg, spec)
-        if foreign is not None:
+        stored = _stored_entry(kg, spec)
+        if stored is not None and recorded_elsewhere(stored, gpu) is not None:
             runs = min(runs, FOREIGN_RUNS)
     with tempfile.TemporaryDirectory(prefix="kernelgate-coldstart-") as work:
         runner = Runner(spec, chosen, Path(work), env)
@@ -108,7 +109,7 @@ def run(
         out.write_text(json.dumps(record.to_json()), encoding="utf-8")
         return record
     kg.benchmark.extra_info[EXTRA_KEY] = record.to_json()
-    result = carrier(record, fingerprint.this_round(record.environment, spec.device.startswith("cuda")))
+    result = carrier(record, fingerprint.this_round(record.environment, gpu))
     if stats is not None:
         kg.state.add_measured(
             Entry(kg.benchmark.fullname, result, bench_fields(stats, kg.benchmark.fullname, record))
@@ -133,6 +134,8 @@ def run(
             pytrace=False,
         )
     comparison = compare_scenario(base, record, kg.state.config)
+    # the entry compared with, this GPU's or another's (--kernelgate-allow-other-gpu)
+    foreign = recorded_elsewhere(entry, gpu) if kg.state.config.confirm else None
     if foreign is not None:
         comparison = replace(comparison, notes=(*comparison.notes, foreign_note(foreign)))
         kg.state.note(f"kernelgate: cold starts: {foreign_note(foreign)}")
@@ -151,10 +154,9 @@ def run(
     return record
 
 
-def recorded_elsewhere(kg: KernelGate, spec: ChildSpec) -> str | None:
-    """The hosts that recorded this cold start's stored baseline, where this runner is none of them
-    (or they are unknown: a baseline recorded without host fingerprints); None where this runner
-    recorded it, or there is no baseline entry to go by (what follows the measurement says so)."""
+def _stored_entry(kg: KernelGate, spec: ChildSpec) -> Entry | None:
+    """This cold start's entry in this machine's baseline file, read before measuring (it sets how
+    many runs the screen takes), or None where there is none to go by."""
     from kernelgate.baseline import store
 
     arch = identity.detect_arch_key(force_cpu=spec.device == "cpu")
@@ -162,14 +164,16 @@ def recorded_elsewhere(kg: KernelGate, spec: ChildSpec) -> str | None:
     if not path.is_file():
         return None
     try:
-        entry = kg.state.baseline_entries(path, arch).get(kg.benchmark.fullname)
+        return kg.state.baseline_entries(path, arch).get(kg.benchmark.fullname)
     except store.BaselineError:
         return None  # the measurement's own lookup fails the test with the reason
-    if entry is None:
-        return None
-    here = fingerprint.this_round({}, spec.device.startswith("cuda"))
+
+
+def recorded_elsewhere(entry: Entry, gpu: bool) -> str | None:
+    """The hosts that recorded ``entry``, where this runner is none of them (or they are unknown: a
+    baseline recorded without host fingerprints); None where this runner recorded it."""
     hosts = entry.hosts
-    if hosts.includes(here):
+    if hosts.includes(fingerprint.this_round({}, gpu)):
         return None
     return hosts.listing() if hosts.hosts else "an unknown host: its rounds carry no fingerprint"
 
