@@ -10,6 +10,7 @@ kernel event plus the ``cudaLaunchKernel`` runtime event of the same correlation
 
 from __future__ import annotations
 
+import random
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -111,6 +112,18 @@ def bench_fields(fullname: str) -> dict[str, Any]:
 
 def entry(fullname: str, m: Measurement | None = None) -> Entry:
     return Entry(fullname, m if m is not None else measurement({"model.0": 100.0}), bench_fields(fullname))
+
+
+def process_step(wall: float, seed: int, jitter: float = 0.01) -> Measurement:
+    """One process of a same-host A/B: steady device-side layers (model.0, model.1), the latency of
+    its 20 steps around ``wall`` µs (±``jitter``)."""
+    rng = random.Random(seed)
+    layers = {name: [c * (1 + rng.uniform(-0.001, 0.001)) for _ in range(20)]
+              for name, c in (("model.0", 100.0), ("model.1", 200.0))}  # fmt: skip
+    total = [sum(v[i] for v in layers.values()) for i in range(20)]
+    kernels = {f"{name}.conv :: implicit_gemm": v for name, v in layers.items()}
+    latency = [wall * (1 + rng.uniform(-jitter, jitter)) for _ in range(20)]
+    return measurement(layers=layers, kernels=kernels, total=total, wall=latency)
 
 
 # --- synthetic Chrome-trace events ------------------------------------------------------------

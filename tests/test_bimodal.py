@@ -4,14 +4,12 @@ samehost.json), round by round; that run failed unchanged code as inconclusive (
 
 from __future__ import annotations
 
-import random
 import re
 
 import pytest
-from factories import measurement
+from factories import process_step
 
 from kernelgate.config import GateConfig, Scope, Threshold
-from kernelgate.measure.results import Measurement
 from kernelgate.verdict import bimodal
 from kernelgate.verdict.compare import Delta, Verdict, compare
 from kernelgate.verdict.samehost import Outcome, decide, merged
@@ -20,22 +18,11 @@ AA_BASE = [4756.8, 5458.5, 5940.1, 7522.8, 5015.7, 7470.6]  # yolov8n fp32's ste
 AA_HEAD = [5074.8, 7884.6, 4729.4, 7947.2, 5789.4, 8308.1]
 
 
-def step(wall: float, seed: int) -> Measurement:
-    """One process: steady device-side layers, the latency around ``wall`` µs."""
-    rng = random.Random(seed)
-    layers = {name: [c * (1 + rng.uniform(-0.001, 0.001)) for _ in range(20)]
-              for name, c in (("model.0", 100.0), ("model.1", 200.0))}  # fmt: skip
-    total = [sum(v[i] for v in layers.values()) for i in range(20)]
-    kernels = {f"{name}.conv :: implicit_gemm": v for name, v in layers.items()}
-    latency = [wall * (1 + rng.uniform(-0.02, 0.02)) for _ in range(20)]
-    return measurement(layers=layers, kernels=kernels, total=total, wall=latency)
-
-
 def judged(base: list[float], head: list[float]) -> tuple[Outcome, str]:
     config = GateConfig()
-    stored = step(9000.0, seed=99)
-    b = [step(w, seed=i) for i, w in enumerate(base)]
-    h = [step(w, seed=10 + i) for i, w in enumerate(head)]
+    stored = process_step(9000.0, seed=99, jitter=0.02)
+    b = [process_step(w, seed=i, jitter=0.02) for i, w in enumerate(base)]
+    h = [process_step(w, seed=10 + i, jitter=0.02) for i, w in enumerate(head)]
     screen = compare(stored, h[0], config)
     decision = decide(screen, stored, b, h, config)
     assert decision is not None

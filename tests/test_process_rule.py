@@ -8,10 +8,10 @@ import random
 from collections.abc import Sequence
 
 import pytest
-from factories import measurement
+from factories import process_step
 
 from kernelgate.config import GateConfig, Scope, Threshold
-from kernelgate.measure.results import Dist, Measurement
+from kernelgate.measure.results import Dist
 from kernelgate.verdict.compare import Verdict, compare
 from kernelgate.verdict.delta import noise_aware_rule, process_p, process_rule
 from kernelgate.verdict.policy import Status
@@ -79,23 +79,14 @@ def test_process_p_edges() -> None:
     assert up == pytest.approx(down) and up is not None and up < 0.01  # one-sided, the way it moved
 
 
-def step(wall: float, seed: int) -> Measurement:
-    """One process: steady device-side layers, the latency around ``wall`` µs."""
-    rng = random.Random(seed)
-    layers = {name: [c * (1 + rng.uniform(-0.001, 0.001)) for _ in range(20)]
-              for name, c in (("model.0", 100.0), ("model.1", 200.0))}  # fmt: skip
-    total = [sum(v[i] for v in layers.values()) for i in range(20)]
-    kernels = {f"{name}.conv :: implicit_gemm": v for name, v in layers.items()}
-    latency = [wall * (1 + rng.uniform(-0.01, 0.01)) for _ in range(20)]
-    return measurement(layers=layers, kernels=kernels, total=total, wall=latency)
-
-
 def test_the_judge_measures_more_rounds_for_odd_processes_and_passes_the_a_a() -> None:
     config = GateConfig()  # 3 to 6 processes a side
-    stored = step(7002.0, seed=99)  # the stored baseline: another host, a slow process
-    base = [step(w, seed=i) for i, w in enumerate([5500.0, 5520.0, 5480.0, 5510.0, 5490.0, 5530.0])]
+    stored = process_step(7002.0, seed=99)  # the stored baseline: another host, a slow process
+    base = [process_step(w, seed=i) for i, w in enumerate([5500.0, 5520.0, 5480.0, 5510.0, 5490.0, 5530.0])]
     # two odd processes in the head's first four: pooled, +10.7 % at p < 1e-6
-    head = [step(w, seed=10 + i) for i, w in enumerate([7000.0, 6700.0, 5500.0, 5505.0, 5495.0, 5510.0])]
+    head = [
+        process_step(w, seed=10 + i) for i, w in enumerate([7000.0, 6700.0, 5500.0, 5505.0, 5495.0, 5510.0])
+    ]
     screen = compare(stored, head[0], config)
     assert decide(screen, stored, base[:4], head[:4], config) is None  # not settled: more rounds
     # the judge's round line says why
@@ -105,7 +96,7 @@ def test_the_judge_measures_more_rounds_for_odd_processes_and_passes_the_a_a() -
     assert decision is not None and decision.outcome is Outcome.PASS, decision.reason
     assert decision.rounds == 6
     # half the head's processes odd, none of the base's: a doubt, never a pass nor a regression
-    head = [step(w, seed=10 + i) for i, w in enumerate([*ODD_HEAD, 5505.0, 5495.0])]
+    head = [process_step(w, seed=10 + i) for i, w in enumerate([*ODD_HEAD, 5505.0, 5495.0])]
     decision = decide(screen, stored, base, head, config)
     assert decision is not None and decision.outcome is Outcome.INCONCLUSIVE, decision.reason
     assert "wall" in decision.reason
@@ -113,9 +104,9 @@ def test_the_judge_measures_more_rounds_for_odd_processes_and_passes_the_a_a() -
 
 def test_a_slower_latency_in_every_head_process_is_a_regression_with_each_process_shown() -> None:
     config = GateConfig()
-    stored = step(7002.0, seed=99)  # slower than both sides: the screen alone saw an improvement
-    base = [step(w, seed=i) for i, w in enumerate([5500.0, 5520.0, 5480.0])]
-    head = [step(w, seed=10 + i) for i, w in enumerate([6700.0, 6720.0, 6680.0])]
+    stored = process_step(7002.0, seed=99)  # slower than both sides: the screen alone saw an improvement
+    base = [process_step(w, seed=i) for i, w in enumerate([5500.0, 5520.0, 5480.0])]
+    head = [process_step(w, seed=10 + i) for i, w in enumerate([6700.0, 6720.0, 6680.0])]
     screen = compare(stored, head[0], config)
     decision = decide(screen, stored, base, head, config)
     assert decision is not None and decision.outcome is Outcome.REGRESSION
@@ -151,8 +142,8 @@ def test_kernelgate_ab_judges_its_rounds_as_processes() -> None:
     from kernelgate.measure.results import combine
     from kernelgate.offline import judge
 
-    base = combine([step(w, seed=i) for i, w in enumerate(BASE)])
-    head = combine([step(w, seed=10 + i) for i, w in enumerate(ODD_HEAD)])
+    base = combine([process_step(w, seed=i) for i, w in enumerate(BASE)])
+    head = combine([process_step(w, seed=10 + i) for i, w in enumerate(ODD_HEAD)])
     name = "benchmarks/test_yolo.py::test_yolo[yolov8n-fp16-bs1-640]"
     stored, current = {name: entry(name, base)}, {name: entry(name, head)}
     pooled = judge(stored, current, GateConfig(), "base.json")
@@ -169,9 +160,9 @@ def test_kernelgate_ab_judges_its_rounds_as_processes() -> None:
         "wall: after 4 process(es)"
     )
     # the A/A passes; a latency slower in every head process is a regression
-    same = combine([step(w, seed=20 + i) for i, w in enumerate(BASE)])
+    same = combine([process_step(w, seed=20 + i) for i, w in enumerate(BASE)])
     (aa,) = judge(stored, {name: entry(name, same)}, GateConfig(), "base.json", processes=True)
     assert aa.case.status is Status.PASS, aa.case
-    slower = combine([step(w * 1.2, seed=20 + i) for i, w in enumerate(BASE)])
+    slower = combine([process_step(w * 1.2, seed=20 + i) for i, w in enumerate(BASE)])
     (ab,) = judge(stored, {name: entry(name, slower)}, GateConfig(), "base.json", processes=True)
     assert ab.case.status is Status.REGRESSION and ab.case.reason == "wall regressed", ab.case
