@@ -8,11 +8,11 @@ of a round measured first."""
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from kernelgate.coldstart.phases import ColdStart, Run
+from kernelgate.coldstart.phases import ColdStart
 from kernelgate.measure.results import Measurement
 from kernelgate.verdict.ab import order
 
@@ -22,29 +22,34 @@ SCHEMA = 1
 
 def row(nodeid: str, benchmark: str, sides: Mapping[str, Sequence[Mapping[str, Any]]]) -> dict[str, Any]:
     """One suspect: ``sides`` maps base and head to their records (Measurement JSON), round by round."""
-    found: dict[str, Any] = {"nodeid": nodeid, "benchmark": benchmark}
-    for name, records in sides.items():
-        found[name] = [_process(Measurement.from_json(rec), r, first=order(("base", "head"), r)[0] == name)
-                       for r, rec in enumerate(records)]  # fmt: skip
-    return found
+    return _rows(nodeid, benchmark, sides, lambda rec: _process(Measurement.from_json(rec)))
 
 
 def coldstart_row(
     nodeid: str, benchmark: str, sides: Mapping[str, Sequence[Mapping[str, Any]]]
 ) -> dict[str, Any]:
     """One cold-start suspect: ``sides`` maps base and head to their records (ColdStart JSON)."""
+    return _rows(nodeid, benchmark, sides, lambda rec: {"runs_ms": _runs(ColdStart.from_json(rec))})
+
+
+def _rows(
+    nodeid: str,
+    benchmark: str,
+    sides: Mapping[str, Sequence[Mapping[str, Any]]],
+    figures: Callable[[Mapping[str, Any]], dict[str, Any]],
+) -> dict[str, Any]:
     found: dict[str, Any] = {"nodeid": nodeid, "benchmark": benchmark}
     for name, records in sides.items():
-        found[name] = [
-            {"round": r + 1, "first": order(("base", "head"), r)[0] == name,
-             "runs_ms": [_phases(run) for run in ColdStart.from_json(rec).runs]}
-            for r, rec in enumerate(records)
-        ]  # fmt: skip
+        found[name] = [{"round": r + 1, "first": order(("base", "head"), r)[0] == name, **figures(rec)}
+                       for r, rec in enumerate(records)]  # fmt: skip
     return found
 
 
-def _phases(run: Run) -> dict[str, Any]:
-    return {k: round(v, 1) for k, v in run.phases_ms.items()} if run.ok else {"error": run.failure}
+def _runs(record: ColdStart) -> list[dict[str, Any]]:
+    return [
+        {k: round(v, 1) for k, v in run.phases_ms.items()} if run.ok else {"error": run.failure}
+        for run in record.runs
+    ]
 
 
 def write(out: Path, rows: Sequence[Mapping[str, Any]]) -> Path:
@@ -54,7 +59,6 @@ def write(out: Path, rows: Sequence[Mapping[str, Any]]) -> Path:
     return path
 
 
-def _process(m: Measurement, r: int, *, first: bool) -> dict[str, Any]:
-    return {"round": r + 1, "first": first, "reliable": m.reliable, "wall_us": round(m.wall.median, 1),
-            "total_us": round(m.total.median, 1),
+def _process(m: Measurement) -> dict[str, Any]:
+    return {"reliable": m.reliable, "wall_us": round(m.wall.median, 1), "total_us": round(m.total.median, 1),
             "host_us": {lay.name: round(lay.time.median, 1) for lay in m.host_layers}}  # fmt: skip
