@@ -65,3 +65,25 @@ def test_only_host_side_figures_and_enough_processes() -> None:
     layer = Delta(Scope.LAYER, "model.1", "", 5000.0, 6000.0, Threshold(0.1, 50.0), Verdict.AMBIGUOUS)
     assert bimodal.explained(layer, AA_BASE, AA_HEAD) is None  # device side: never
     assert bimodal.explained(wall, AA_BASE[:2], AA_HEAD[:2]) is None  # too few processes
+
+
+def test_the_runners_two_speeds_settle_at_the_least_rounds_not_the_last(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # two speeds on both sides, more slow processes on the head: pooled +56 %, a doubt the runner
+    # explains at the third round (the judge went on to its sixth for such figures on that host)
+    config = GateConfig()
+    stored = process_step(9000.0, seed=99, jitter=0.02)
+    b = [process_step(w, seed=i, jitter=0.02) for i, w in enumerate([4760.0, 7600.0, 4800.0])]
+    h = [process_step(w, seed=10 + i, jitter=0.02) for i, w in enumerate([4750.0, 7500.0, 7550.0])]
+    screen = compare(stored, h[0], config)
+    decision = decide(screen, stored, b, h, config)
+    assert decision is not None and decision.outcome is Outcome.PASS, decision
+    assert decision.rounds == 3 and "different speeds" in decision.reason
+    with monkeypatch.context() as m:  # without the rule: grey, so more rounds
+        m.setattr(bimodal, "explained", lambda *args: None)
+        assert decide(screen, stored, b, h, config) is None
+    # slow processes on the head alone: not explained, so more rounds (no decision yet)
+    slow = [process_step(w, seed=20 + i, jitter=0.02) for i, w in enumerate([7000.0, 6800.0, 4800.0])]
+    fast = [process_step(w, seed=30 + i, jitter=0.02) for i, w in enumerate([4760.0, 4790.0, 4770.0])]
+    assert decide(compare(stored, slow[0], config), stored, fast, slow, config) is None

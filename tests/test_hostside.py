@@ -11,6 +11,7 @@ from factories import measurement
 
 from kernelgate.config import GateConfig, Scope
 from kernelgate.measure.results import Dist, LayerStat, Measurement
+from kernelgate.plugin.screen import suspicion
 from kernelgate.report.terminal import failure_message
 from kernelgate.verdict import hostside, hostspeed
 from kernelgate.verdict.compare import Verdict, compare
@@ -101,6 +102,12 @@ def test_one_slow_layer_stands_out_on_a_slower_runner() -> None:
     assert [(d.scope, d.name) for d in screened.failures if d.scope is Scope.HOST] == [
         (Scope.HOST, "model.9")
     ]
+    # what the run's log and progress line say of the suspect
+    why = suspicion(screened, GateConfig().screen, "", False)
+    assert re.fullmatch(r"host model\.9 \+\d+\.\d %, wall \+\d\.\d % \(over 50% of the threshold\)", why), why
+    assert suspicion(compare(base, base, GateConfig()), 0.5, "model.9: +1 kernel", True) == (
+        "launches changed: model.9: +1 kernel; the baseline has no host times"
+    )
 
 
 def test_no_factor_from_fewer_than_three_layers() -> None:

@@ -100,6 +100,7 @@ def test_a_baseline_without_host_times_sends_its_benchmarks_to_the_judge(pyteste
     assert blind.ret == 1  # the judge cannot measure the base here (no git repository): inconclusive
     text = " ".join(blind.stdout.str().split())
     assert "kernelgate: 1 suspect(s) against the stored baseline" in text
+    assert "kernelgate: tiny: the baseline has no host times" in text  # why it is a suspect
     assert "kernelgate: tiny: inconclusive: no git repository at" in text, text[-3000:]
     blind.stdout.fnmatch_lines(["FAILED tiny: inconclusive: total: no git repository at *"])
     note = "holds no host time per layer for some benchmarks"

@@ -143,7 +143,12 @@ def run(
         # the same-host judge decides at the session's end
         from kernelgate.plugin.samehost import COLDSTART, Suspect
 
-        kg.state.add_suspect(Suspect(kg.node.nodeid, COLDSTART, comparison, base.to_json()))
+        why = "another host's baseline" if foreign is not None else ""
+        if comparison.failed:
+            from kernelgate.verdict.samehost import names
+
+            why = "; ".join(filter(None, [names(comparison.failures), why]))
+        kg.state.add_suspect(Suspect(kg.node.nodeid, COLDSTART, comparison, base.to_json(), why))
         return record
     kg.state.add_comparison(comparison)
     kg.state.note(summary(comparison))

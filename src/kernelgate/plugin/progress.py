@@ -65,8 +65,10 @@ def outcome(state: State, report: pytest.TestReport) -> str:
     if entry is None:
         return "passed"  # a pytest-xdist worker measured it, or it measured nothing
     name = entry.measurement.benchmark
-    if any(s.nodeid == report.nodeid for s in state.suspects):
-        return "suspect: the same-host judge decides at the end"
+    suspect = next((s for s in state.suspects if s.nodeid == report.nodeid), None)
+    if suspect is not None:
+        why = f" ({suspect.why})" if suspect.why else ""
+        return f"suspect{why}: the same-host judge decides at the end"
     if name in state.missing:
         return "no baseline"
     if state.options.save:

@@ -61,16 +61,18 @@ class Suspect:
     kind: str  # KERNEL or COLDSTART
     screen: Comparison
     baseline: Mapping[str, Any]  # the stored baseline's record (Measurement or ColdStart JSON)
+    why: str = ""  # what the screen saw: "model.9 +3.2 %, wall +19.7 %", "another host's baseline"
 
     def to_json(self) -> dict[str, Any]:
         return {"nodeid": self.nodeid, "kind": self.kind, "screen": self.screen.to_json(),
-                "baseline": dict(self.baseline)}  # fmt: skip
+                "baseline": dict(self.baseline), "why": self.why}  # fmt: skip
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Suspect:
         return cls(
-            str(data["nodeid"]), str(data["kind"]), Comparison.from_json(data["screen"]), data["baseline"]
-        )
+            str(data["nodeid"]), str(data["kind"]), Comparison.from_json(data["screen"]), data["baseline"],
+            str(data.get("why", "")),
+        )  # fmt: skip
 
 
 def record_file(folder: Path, nodeid: str) -> Path:
@@ -353,6 +355,8 @@ def judge_session(config: pytest.Config, state: State) -> None:
 
     log(f"kernelgate: {len(state.suspects)} suspect(s) against the stored baseline; measuring base and "
         "head on this runner")  # fmt: skip
+    for s in state.suspects:
+        log(f"kernelgate:   {s.screen.benchmark}: {s.why or 'over its screen threshold'}")
     weak = few_processes(state.config.confirm_max_rounds)
     if weak:
         state.note(weak)

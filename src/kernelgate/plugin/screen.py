@@ -27,6 +27,7 @@ from kernelgate.plugin.session import MissingBaselineWarning, State
 from kernelgate.report.terminal import failure_message
 from kernelgate.verdict import hostspeed, structure, yardstick
 from kernelgate.verdict.compare import Comparison, compare
+from kernelgate.verdict.samehost import names
 
 if TYPE_CHECKING:
     from kernelgate.plugin.fixture import KernelGate
@@ -52,17 +53,20 @@ def gate(kg: KernelGate, result: measure.Measurement, layers: Layers) -> Compari
         kg.state.note(blind_summary(shown(path.parent), judged=cfg.confirm))
     if blind and cfg.confirm:
         comparison = dataclasses.replace(comparison, notes=(*comparison.notes, blind_note(kg.target)))
+    why = ""
     if cfg.confirm:  # suspect at a fraction of the thresholds, the host side relative to this runner
         speed = hostspeed.factor(entry.measurement, result)
         here = hostspeed.scaled(entry.measurement, speed)
-        suspect = bool(built) or blind or compare(here, result, cfg.screening()).failed
+        screened = compare(here, result, cfg.screening())
+        suspect = bool(built) or blind or screened.failed
         if not suspect:
             comparison = hostspeed.relative(comparison, compare(here, result, cfg), speed)
+        why = suspicion(screened, cfg.screen, structure.summary(built) if built else "", blind)
     if suspect and cfg.confirm:
         # a suspect: base and head on this runner decide at the end of the session
         from kernelgate.plugin.samehost import KERNEL, Suspect
 
-        kg.state.add_suspect(Suspect(kg.node.nodeid, KERNEL, comparison, entry.measurement.to_json()))
+        kg.state.add_suspect(Suspect(kg.node.nodeid, KERNEL, comparison, entry.measurement.to_json(), why))
         return comparison
     kg.state.add_comparison(comparison)
     if comparison.failed:
@@ -70,6 +74,23 @@ def gate(kg: KernelGate, result: measure.Measurement, layers: Layers) -> Compari
         text = failure_message(comparison, dict(layers.types), shown(path), changes, target=kg.target)
         pytest.fail(text, pytrace=False)
     return comparison
+
+
+SHOWN = 4  # figures named per suspect
+
+
+def suspicion(screened: Comparison, fraction: float, built: str, blind: bool) -> str:
+    """Why the screen made a benchmark a suspect, as the run's log and progress line say it: the
+    figures over ``fraction`` of their thresholds (the host side relative to this runner's speed),
+    a change in what the forward launches, or a baseline without host times."""
+    parts = [f"launches changed: {built}"] if built else []
+    if blind:
+        parts.append("the baseline has no host times")
+    over = screened.failures
+    if over:
+        more = f" and {len(over) - SHOWN} more" if len(over) > SHOWN else ""
+        parts.append(f"{names(over[:SHOWN])}{more} (over {fraction:.0%} of the threshold)")
+    return "; ".join(parts)
 
 
 def blind_note(target: str) -> str:

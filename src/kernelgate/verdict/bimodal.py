@@ -6,16 +6,18 @@ ms in others, on both sides. With three slow processes of six on the head and tw
 pooled latency moved +25 % while the test of the process medians could not tell: after the last round,
 a doubt, and the run failed on unchanged code.
 
-A change in the code moves every process, the fastest too. So, after the last round only, a host-side
-figure (the latency of a step, a layer's host time) that is over its threshold but not settled is
-explained by the runner when both hold:
+A change in the code moves every process, the fastest too. So, from ``confirm_min_rounds`` processes a
+side on, a host-side figure (the latency of a step, a layer's host time) that is not settled (over its
+threshold, or under it by less than its noise) is explained by the runner when both hold:
 
 - the base, too, has processes as slow as the head's typical one (its slowest process median reaches
   the head's median of process medians): the spread is the runner's, not the head's alone;
 - the fastest process of each side agrees within half the figure's limit.
 
-Then it is not a doubt, and the decision says why, with the numbers. A head with slow processes the
-base never shows, or whose fastest process is slower, stays a doubt (`tests/test_bimodal.py`).
+Then it is not a doubt and needs no more rounds (more processes of the same runner would show its two
+speeds again: on that host the judge went on to its sixth round for such figures, 2026-11-26), and the
+decision says why, with the numbers. A head with slow processes the base never shows, or whose fastest
+process is slower, stays open, then a doubt (`tests/test_bimodal.py`).
 """
 
 from __future__ import annotations

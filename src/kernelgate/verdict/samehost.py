@@ -228,18 +228,26 @@ def settle(
     deltas = judged(ab)
     # the origin of a regression first (kernelgate.verdict.origin), then the rest in forward order
     regressed = [d for d in ab.failures if d in deltas and d.verdict is Verdict.REGRESSED]
-    # a regression settles the suspect at once; a pass or a doubt needs every figure settled
-    if not final and not regressed and grey(ab, noise):
+
+    def runner_spread(figures: Sequence[Delta]) -> list[str]:
+        return [
+            w
+            for d in figures
+            if (w := bimodal.explained(d, *(processes or {}).get((d.scope, d.name), ((), ()))))
+        ]
+
+    # a regression settles the suspect at once; a pass or a doubt needs every figure settled, or
+    # explained by the runner's two speeds (kernelgate.verdict.bimodal), which more rounds of the
+    # same runner would only show again
+    open_ = grey(ab, noise)
+    early = runner_spread(open_)
+    if not final and not regressed and len(early) < len(open_):
         return None
     if regressed:
         reason = f"base -> head on this runner: {names(regressed)}"
         return Decision(screen.benchmark, Outcome.REGRESSION, reason, ab, n, offset_pct)
     doubtful = doubts(ab)
-    spread = [
-        w
-        for d in doubtful
-        if (w := bimodal.explained(d, *(processes or {}).get((d.scope, d.name), ((), ()))))
-    ]
+    spread = runner_spread(doubtful)
     if len(spread) < len(doubtful):
         return Decision(
             screen.benchmark,
@@ -250,7 +258,7 @@ def settle(
     doubt = offset_doubt(screen, offset_pct) if check_offset else None
     if doubt:
         return Decision(screen.benchmark, Outcome.INCONCLUSIVE, doubt, ab, n, offset_pct)
-    reason = "; ".join(["base and head agree on this runner", *spread])
+    reason = "; ".join(["base and head agree on this runner", *dict.fromkeys(spread + early)])
     return Decision(screen.benchmark, Outcome.PASS, reason, ab, n, offset_pct)
 
 
