@@ -124,6 +124,7 @@ def test_a_cold_start_recorded_on_another_host_is_judged_on_this_runner(
     ), out[-3000:]
     assert "Another CPU (64 cores)" in out
     assert "1 suspect(s) against the stored baseline" in out
+    assert "kernelgate:   coldstart-yolov8n-fp32-bs1-32-empty: " in out and "another host's baseline" in out
     assert "coldstart-yolov8n-fp32-bs1-32-empty: pass: base and head agree on this runner" in out
     (bench,) = json.loads((pytester.path / "screen.json").read_text())["benchmarks"]
     assert bench["stats"]["rounds"] == 1  # the screen's one run: the offset, not the verdict

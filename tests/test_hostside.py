@@ -104,7 +104,7 @@ def test_one_slow_layer_stands_out_on_a_slower_runner() -> None:
     ]
     # what the run's log and progress line say of the suspect
     why = suspicion(screened, GateConfig().screen, "", False)
-    assert re.fullmatch(r"host model\.9 \+\d+\.\d %, wall \+\d\.\d % \(over 50% of the threshold\)", why), why
+    assert re.fullmatch(r"host model\.9 \+\d+\.\d %, wall \+\d\.\d % over 50% of their thresholds", why), why
     assert suspicion(compare(base, base, GateConfig()), 0.5, "model.9: +1 kernel", True) == (
         "launches changed: model.9: +1 kernel; the baseline has no host times"
     )

@@ -67,8 +67,8 @@ def outcome(state: State, report: pytest.TestReport) -> str:
     name = entry.measurement.benchmark
     suspect = next((s for s in state.suspects if s.nodeid == report.nodeid), None)
     if suspect is not None:
-        why = f" ({suspect.why})" if suspect.why else ""
-        return f"suspect{why}: the same-host judge decides at the end"
+        why = f": {suspect.why}" if suspect.why else ""
+        return f"suspect{why}; the same-host judge decides at the end"
     if name in state.missing:
         return "no baseline"
     if state.options.save:
