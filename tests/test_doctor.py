@@ -305,3 +305,35 @@ def test_the_command_without_a_gpu(
     data = json.loads(capsys.readouterr().out)
     assert data["fit"] is True and data["facts"]["identity"] is None
     assert data["findings"][0]["level"] == "warn"
+
+
+# a probe of one lent H100 host (2026-11-26): half of the CPUs ran the loop at about 8 ms
+TWO_SPEEDS = {0: 13.18, 1: 8.73, 2: 14.71, 3: 11.33, 4: 14.55, 5: 8.72, 6: 8.18, 7: 14.78, 8: 14.15,
+              9: 13.33, 10: 12.64, 11: 13.57, 12: 12.38, 13: 8.24, 14: 14.35, 15: 8.05}  # fmt: skip
+
+
+def test_cpus_at_two_speeds_are_a_warning_with_the_numbers() -> None:
+    findings = diagnose(healthy(cpu_speeds_ms=TWO_SPEEDS))
+    (cpu,) = by_check(findings, "cpu")
+    assert cpu.level is Level.WARN
+    assert "the same Python loop took 8.1 ms on the fastest CPU and 11.3 … 14.8 ms on 11 of 16" in cpu.message
+    assert "fast: 1, 5, 6, 13, 15" in cpu.message and "taskset" in cpu.fix
+    assert exit_code(findings) == 0 and exit_code(findings, strict=True) == 1
+    # a quiet machine: every CPU within a few % of the fastest
+    even = {c: 10.0 + 0.03 * c for c in range(16)}
+    (ok,) = by_check(diagnose(healthy(cpu_speeds_ms=even)), "cpu")
+    assert ok.level is Level.OK and "16 CPUs, one speed (10.0 … 10.4 ms a loop)" in ok.message
+
+
+def test_the_probe_times_each_cpu_this_process_may_use_and_leaves_its_affinity() -> None:
+    from kernelgate.machine import cpuspeed
+
+    if not hasattr(os, "sched_getaffinity"):
+        pytest.skip("no CPU affinity on this platform")
+    before = os.sched_getaffinity(0)
+    times = cpuspeed.probe(loop=2000, tries=1)
+    assert set(times) <= before and len(times) >= min(len(before), cpuspeed.MAX_CPUS // 2)
+    assert all(ms > 0 for ms in times.values())
+    assert os.sched_getaffinity(0) == before
+    assert cpuspeed.slow_cpus({0: 10.0, 1: 12.9, 2: 13.0}) == [2]
+    assert cpuspeed.slow_cpus({0: 10.0}) == []

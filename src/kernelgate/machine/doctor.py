@@ -18,7 +18,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from kernelgate.machine import compile_cache
+from kernelgate.machine import compile_cache, cpuspeed
 from kernelgate.machine.facts import Facts
 from kernelgate.machine.finding import Finding, Level
 from kernelgate.machine.fingerprint import RecordedHosts
@@ -131,6 +131,7 @@ def gather(
         cpu_count=os.cpu_count() or 1,
         load_avg=load,
         cpu_governor=_governor(),
+        cpu_speeds_ms=cpuspeed.probe(),
         **facts,
     )
 

@@ -49,6 +49,7 @@ class Facts:
     cpu_count: int = 1
     load_avg: float | None = None
     cpu_governor: str | None = None
+    cpu_speeds_ms: Mapping[int, float] = field(default_factory=dict)  # a loop per CPU (machine.cpuspeed)
 
     @property
     def key(self) -> str:
