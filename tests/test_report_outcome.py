@@ -181,3 +181,52 @@ def test_the_reasons_a_run_fails_keep_no_layer_name_in_a_redacted_report(tmp_pat
     publish.publish([item], tmp_path, redact=True, run=RunOutcome(decision, (), (), item.comparison.arch))
     for name in ("report.md", "report.json", "report-data.json", "report.html"):
         assert "model.2" not in (tmp_path / name).read_text(), name
+
+
+def test_what_the_same_host_judge_decided_is_listed_with_why_each_was_a_suspect(tmp_path: Path) -> None:
+    from kernelgate.report.sections import Judged
+
+    item = passing_item()
+    decision = policy.decide([policy.Case.of(item.comparison)], policy.ExitPolicy())
+    judged = (
+        Judged("yolov8n-fp32-bs1-640", "wall +31.8 % over 50% of their thresholds", "pass",
+               "base and head agree on this runner; wall: the processes of both sides ran at different "
+               "speeds (base 4422 … 7912, head 4403 … 6912 µs)", 4),
+        Judged("coldstart-yolov8n-fp16-bs1-640-empty", "another host's baseline", "pass",
+               "base and head agree on this runner", 2),
+        Judged("yolo11n-fp16-bs1-640", "", "inconclusive", "no git repository at /x", 0),
+    )  # fmt: skip
+    publish.publish([item], tmp_path, run=RunOutcome(decision, judged=judged))
+    text = (tmp_path / "report.md").read_text()
+    assert (
+        "<summary>Decided on this runner (base and head measured here): 3 suspect(s) of the "
+        "stored-baseline screen, 2 pass, 1 inconclusive</summary>"
+    ) in text
+    assert (
+        "| yolov8n-fp32-bs1-640 | wall +31.8 % over 50% of their thresholds | pass | 4 | base and head "
+        "agree on this runner; wall: the processes of both sides ran at different speeds (base 4422 … 7912, "
+        "head 4403 … 6912 µs) |"
+    ) in text
+    assert "| yolo11n-fp16-bs1-640 | over its screen threshold | inconclusive | — | no git repository" in text
+    # before the hosts line, after the passing table
+    assert text.index("Decided on this runner") > text.index("benchmark(s) passed")
+    publish.publish([item], tmp_path, run=RunOutcome(decision))
+    assert "Decided on this runner" not in (tmp_path / "report.md").read_text()
+
+
+def test_a_redacted_report_hides_the_layers_the_judges_reasons_name(tmp_path: Path) -> None:
+    from kernelgate.report.redact import REDACTED_NOTE
+    from kernelgate.report.sections import Judged
+
+    item = passing_item()
+    decision = policy.decide([policy.Case.of(item.comparison)], policy.ExitPolicy())
+    judged = (
+        Judged("yolov8n-fp16-bs1-640", "host model.9 +60.2 %, wall +8.0 % over 50% of their thresholds",
+               "pass", "base and head agree on this runner; host model.9: the processes of both sides", 3),
+        Judged("coldstart-x", "another host's baseline", "pass", "base and head agree on this runner", 2),
+    )  # fmt: skip
+    publish.publish([item], tmp_path, redact=True, run=RunOutcome(decision, judged=judged))
+    text = (tmp_path / "report.md").read_text()
+    assert "model.9" not in text
+    assert f"| yolov8n-fp16-bs1-640 | {REDACTED_NOTE} | pass | 3 | {REDACTED_NOTE} |" in text
+    assert "| coldstart-x | another host's baseline | pass | 2 | base and head agree on this runner |" in text

@@ -111,6 +111,10 @@ def test_a_gate_test_in_a_class_is_judged_with_every_option_and_report_agrees(
     assert "wrote no record" not in out, out[-3000:]
     result.stdout.fnmatch_lines(["*kernelgate: tiny-in-a-class: pass: base and head agree on this runner*"])
     assert result.ret == 0, out[-3000:]
+    # the PR comment lists what the judge decided, and why the screen sent it there
+    md = (pytester.path / ".kernelgate" / "report" / "report.md").read_text()
+    assert "Decided on this runner (base and head measured here): 1 suspect(s)" in md, md
+    assert "| tiny-in-a-class | " in md and " | pass | 2 | base and head agree on this runner" in md, md
 
     runs = [json.loads(line) for line in argv_log.read_text().splitlines()]
     children = [argv for argv in runs if any(a.startswith("--kernelgate-confirm-out") for a in argv)]

@@ -184,7 +184,7 @@ def cases(config: pytest.Config, state: State) -> list[policy.Case]:
 def report(config: pytest.Config, state: State) -> None:
     from kernelgate.config import Scope
     from kernelgate.report.publish import publish, session_items
-    from kernelgate.report.sections import RunOutcome
+    from kernelgate.report.sections import Judged, RunOutcome
 
     history = config.getoption("kernelgate_history")
     folders = state.config.baseline_dir, state.options.out_dir
@@ -192,11 +192,16 @@ def report(config: pytest.Config, state: State) -> None:
     items, notes = session_items(*found, Path(history) if history else None)
     state.note(*notes)
     assert state.decision is not None
+    why = {s.screen.benchmark: s.why for s in state.suspects}
     run = RunOutcome(
         state.decision,
         tuple(c for c in cases(config, state) if c.status in NOT_COMPARED),
         tuple(c for c in state.comparisons if not c.of(Scope.TOTAL)),
         state.arch,
+        tuple(
+            Judged(d.benchmark, why.get(d.benchmark, ""), d.outcome.value, d.reason, d.rounds)
+            for d in state.decisions
+        ),
     )
     if not (items or run.not_compared or run.coldstarts):
         return

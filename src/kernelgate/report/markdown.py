@@ -333,7 +333,7 @@ def body(diffs: Sequence[BenchmarkDiff], compact: bool = False, run: RunOutcome 
     passing = [d for d in diffs if not d.failed]
     if passing:
         lines += _passing(passing)
-    return lines + sections.hosts_line(diffs)
+    return lines + sections.judged_table(run) + sections.hosts_line(diffs)
 
 
 SHORTENED = "_Shortened to fit a comment: the full tables are in report.md and report.html._"

@@ -27,7 +27,7 @@ from kernelgate.report import markdown as report_markdown
 from kernelgate.report import sections as report_sections
 from kernelgate.report import trace_store
 from kernelgate.report.escape import text
-from kernelgate.report.redact import Redactor, names_of
+from kernelgate.report.redact import Redactor, names_of, scrub
 from kernelgate.report.sections import RunOutcome
 from kernelgate.verdict import diff
 from kernelgate.verdict.compare import Comparison
@@ -135,7 +135,14 @@ def publish(
     redactor = Redactor.from_environment() if redact else None
     diffs = build_diffs(items, folder, redactor)
     if redactor is not None and run is not None:
-        run = dataclasses.replace(run, coldstarts=tuple(redactor.comparison(c) for c in run.coldstarts))
+        hidden = names_of(*(m for item in items for m in (item.base, item.current)))
+        judged = tuple(
+            dataclasses.replace(j, why=scrub(j.why, hidden), reason=scrub(j.reason, hidden))
+            for j in run.judged
+        )
+        run = dataclasses.replace(
+            run, coldstarts=tuple(redactor.comparison(c) for c in run.coldstarts), judged=judged
+        )
     failed = run.decision.failed if run is not None else any(d.failed for d in diffs)
     (folder / MARKDOWN).write_text(report_markdown.render(diffs, footer=footer, run=run), encoding="utf-8")
     (folder / HTML).write_text(report_html.render(diffs), encoding="utf-8")

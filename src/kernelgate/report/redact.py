@@ -54,6 +54,12 @@ def machine_info(info: Mapping[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in info.items() if k not in PRIVATE_MACHINE_KEYS}
 
 
+def scrub(text: str, names: frozenset[str]) -> str:
+    """``text``, or a note in its place where it names one of ``names`` (free text, such as a note or
+    the same-host judge's reason, cannot be hashed name by name)."""
+    return REDACTED_NOTE if any(n in text for n in names) else text
+
+
 def names_of(*measurements: Measurement) -> frozenset[str]:
     """The layer, type, module and kernel names of ``measurements`` that redaction hides."""
     return frozenset(n for m in measurements for n in _names(m))
@@ -146,11 +152,8 @@ class Redactor:
         """``c`` with hashed names; its notes and the deltas' notes that name one of ``names`` (the
         layers, modules and kernels of its measurements: an origin, a structural change) are replaced."""
 
-        def scrub(text: str) -> str:
-            return REDACTED_NOTE if any(n in text for n in names) else text
-
-        deltas = tuple(dataclasses.replace(self.delta(d), note=scrub(d.note)) for d in c.deltas)
-        notes = tuple(scrub(n) for n in c.notes)
+        deltas = tuple(dataclasses.replace(self.delta(d), note=scrub(d.note, names)) for d in c.deltas)
+        notes = tuple(scrub(n, names) for n in c.notes)
         return dataclasses.replace(
             c, deltas=deltas, notes=notes, origins=tuple(self.layer(o) for o in c.origins)
         )

@@ -22,14 +22,26 @@ UNSETTLED = frozenset({Verdict.AMBIGUOUS, Verdict.INCONCLUSIVE})
 
 
 @dataclass(frozen=True)
+class Judged:
+    """One suspect of the stored-baseline screen as the same-host judge decided it."""
+
+    benchmark: str
+    why: str  # what the screen saw ("wall +25.0 % over 50% of their thresholds")
+    outcome: str  # pass, regression, inconclusive
+    reason: str
+    processes: int  # a side
+
+
+@dataclass(frozen=True)
 class RunOutcome:
     """What the report says beyond the compared benchmarks: the run's decision, the benchmarks not
-    compared, and the cold starts (compared phase by phase)."""
+    compared, the cold starts (compared phase by phase) and what the same-host judge decided."""
 
     decision: ExitDecision
     not_compared: tuple[Case, ...] = ()
     coldstarts: tuple[Comparison, ...] = ()
     arch: str = ""  # the run's architecture key (a run that compared nothing has no diff to name it)
+    judged: tuple[Judged, ...] = ()
 
 
 def _cell(text: str) -> str:
@@ -129,6 +141,31 @@ def coldstart_table(run: RunOutcome | None) -> list[str]:
                 f"{_seconds(d.current_us)} | {pct(d.delta_pct)} | {labels.threshold(d)} | {verdict} |"
             )
     return [*rows, ""]
+
+
+def judged_table(run: RunOutcome | None) -> list[str]:
+    """The suspects of the screen and what the same-host judge made of each: why it was a suspect,
+    the verdict, how many processes a side, the reason (a pass from a judge shows its cost and why)."""
+    if run is None or not run.judged:
+        return []
+    counts: dict[str, int] = {}
+    for j in run.judged:
+        counts[j.outcome] = counts.get(j.outcome, 0) + 1
+    tally = ", ".join(f"{n} {outcome}" for outcome, n in counts.items())
+    rows = [
+        "<details>",
+        f"<summary>Decided on this runner (base and head measured here): {len(run.judged)} suspect(s) of "
+        f"the stored-baseline screen, {tally}</summary>",
+        "",
+        "| benchmark | why a suspect | verdict | processes a side | reason |",
+        "|---|---|---|--:|---|",
+    ]
+    rows += [
+        f"| {_cell(j.benchmark)} | {_cell(j.why or 'over its screen threshold')} | {_cell(j.outcome)} | "
+        f"{j.processes or labels.DASH} | {_cell(j.reason)} |"
+        for j in run.judged
+    ]
+    return [*rows, "", "</details>", ""]
 
 
 def why_unsettled(delta: Delta) -> str:
