@@ -6,6 +6,7 @@ their phases, and figures that are not settled (ambiguous, inconclusive) show wh
 from __future__ import annotations
 
 import dataclasses
+import json
 from pathlib import Path
 
 from real_data import slowed_item
@@ -210,6 +211,14 @@ def test_what_the_same_host_judge_decided_is_listed_with_why_each_was_a_suspect(
     assert "| yolo11n-fp16-bs1-640 | over its screen threshold | inconclusive | — | no git repository" in text
     # before the hosts line, after the passing table
     assert text.index("Decided on this runner") > text.index("benchmark(s) passed")
+    document = json.loads((tmp_path / "report.json").read_text())
+    assert document["judged"][0] == {
+        "benchmark": "yolov8n-fp32-bs1-640",
+        "why": "wall +31.8 % over 50% of their thresholds",
+        "outcome": "pass",
+        "reason": judged[0].reason,
+        "processes": 4,
+    }
     publish.publish([item], tmp_path, run=RunOutcome(decision))
     assert "Decided on this runner" not in (tmp_path / "report.md").read_text()
 

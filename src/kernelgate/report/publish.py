@@ -154,6 +154,7 @@ def publish(
             for c in run.not_compared
         ]
         document["reasons"] = report_sections.unshown(diffs, run)  # the others: the failing benchmarks
+        document["judged"] = [dataclasses.asdict(j) for j in run.judged]  # the same-host judge's suspects
     (folder / JSON).write_text(json.dumps(document, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     runner = (run.arch, report_sections.unshown(diffs, run)) if run is not None else ("", ())
     (folder / report_data.FILE).write_text(report_data.render(diffs, failed, runner), encoding="utf-8")
