@@ -154,9 +154,11 @@ def test_the_first_run_commands_of_the_readme_work_in_order_on_the_cpu(tmp_path:
     assert slowed.returncode == 1, out[-3000:]
     # model.2's CPU ops, or its host time where the CPU ops of this busy machine stayed inside their
     # noise (+509 %, p=0.04 against the baseline's 5 forwards, once in a clean-clone CI run, 2026-11-26):
-    # model.2 either way, and no other layer
+    # model.2 either way, named first. Not "no other layer": with the screen alone (no same-host
+    # judge) on the shared 2-core machine another layer's CPU time can pass its limit too (model.22
+    # +54.5 % against 50 %, a clean-clone CI run, 2026-11-26); CPU tests check logic, not speed
     regressed = re.findall(r"REGRESSED (?:host time of )?(model\.\d+) \w+: .*threshold 50 %", out)
-    assert regressed and set(regressed) == {"model.2"}, out[-3000:]
+    assert regressed and regressed[0] == "model.2", out[-3000:]
     assert re.search(r"REGRESSED model\.2 C2f:.*floor (1000 µs|1(\.000)? ms)", out) or re.search(
         r"REGRESSED host time of model\.2 C2f:", out
     ), out[-3000:]
