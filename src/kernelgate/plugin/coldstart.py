@@ -145,9 +145,9 @@ def run(
 
         why = "another host's baseline" if foreign is not None else ""
         if comparison.failed:
-            from kernelgate.plugin.screen import figures
+            from kernelgate.verdict.samehost import names
 
-            why = "; ".join(filter(None, [figures(comparison.failures), why]))
+            why = "; ".join(filter(None, [names(comparison.failures, roles=False), why]))
         kg.state.add_suspect(Suspect(kg.node.nodeid, COLDSTART, comparison, base.to_json(), why))
         return record
     kg.state.add_comparison(comparison)

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import dataclasses
 import warnings
-from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -27,7 +26,8 @@ from kernelgate.models.layers import Layers
 from kernelgate.plugin.session import MissingBaselineWarning, State
 from kernelgate.report.terminal import failure_message
 from kernelgate.verdict import hostspeed, structure, yardstick
-from kernelgate.verdict.compare import Comparison, Delta, compare
+from kernelgate.verdict.compare import Comparison, compare
+from kernelgate.verdict.samehost import names
 
 if TYPE_CHECKING:
     from kernelgate.plugin.fixture import KernelGate
@@ -89,13 +89,8 @@ def suspicion(screened: Comparison, fraction: float, built: str, blind: bool) ->
     over = screened.failures
     if over:
         more = f" and {len(over) - SHOWN} more" if len(over) > SHOWN else ""
-        parts.append(f"{figures(over[:SHOWN])}{more} over {fraction:.0%} of their thresholds")
+        parts.append(f"{names(over[:SHOWN], roles=False)}{more} over {fraction:.0%} of their thresholds")
     return "; ".join(parts)
-
-
-def figures(deltas: Sequence[Delta]) -> str:
-    """``model.4 +1.9 %, wall +25.0 %``: figures and their moves, no roles (the screen names no origin)."""
-    return ", ".join(d.figure + ("" if d.delta_pct is None else f" {d.delta_pct:+.1f} %") for d in deltas)
 
 
 def blind_note(target: str) -> str:

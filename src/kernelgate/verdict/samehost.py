@@ -229,25 +229,22 @@ def settle(
     # the origin of a regression first (kernelgate.verdict.origin), then the rest in forward order
     regressed = [d for d in ab.failures if d in deltas and d.verdict is Verdict.REGRESSED]
 
-    def runner_spread(figures: Sequence[Delta]) -> list[str]:
-        return [
-            w
-            for d in figures
-            if (w := bimodal.explained(d, *(processes or {}).get((d.scope, d.name), ((), ()))))
-        ]
-
     # a regression settles the suspect at once; a pass or a doubt needs every figure settled, or
     # explained by the runner's two speeds (kernelgate.verdict.bimodal), which more rounds of the
-    # same runner would only show again
+    # same runner would only show again. The doubts are among the open figures.
     open_ = grey(ab, noise)
-    early = runner_spread(open_)
-    if not final and not regressed and len(early) < len(open_):
+    explained = {
+        d: w
+        for d in open_
+        if (w := bimodal.explained(d, *(processes or {}).get((d.scope, d.name), ((), ()))))
+    }
+    if not final and not regressed and len(explained) < len(open_):
         return None
     if regressed:
         reason = f"base -> head on this runner: {names(regressed)}"
         return Decision(screen.benchmark, Outcome.REGRESSION, reason, ab, n, offset_pct)
     doubtful = doubts(ab)
-    spread = runner_spread(doubtful)
+    spread = [explained[d] for d in doubtful if d in explained]
     if len(spread) < len(doubtful):
         return Decision(
             screen.benchmark,
@@ -258,7 +255,7 @@ def settle(
     doubt = offset_doubt(screen, offset_pct) if check_offset else None
     if doubt:
         return Decision(screen.benchmark, Outcome.INCONCLUSIVE, doubt, ab, n, offset_pct)
-    reason = "; ".join(["base and head agree on this runner", *dict.fromkeys(spread + early)])
+    reason = "; ".join(["base and head agree on this runner", *dict.fromkeys([*spread, *explained.values()])])
     return Decision(screen.benchmark, Outcome.PASS, reason, ab, n, offset_pct)
 
 
@@ -288,10 +285,13 @@ def grey(ab: Comparison, noise: Mapping[tuple[Scope, str], float] | None) -> tup
     )
 
 
-def names(deltas: Sequence[Delta]) -> str:
-    """``model.6 +4.3 % (origin), wall +8.2 %``: the figures as a message names them."""
+def names(deltas: Sequence[Delta], roles: bool = True) -> str:
+    """``model.6 +4.3 % (origin), wall +8.2 %``: the figures as a message names them; ``roles=False``
+    leaves out the origin roles (the stored-baseline screen names no origin)."""
 
     def role(d: Delta) -> str:
+        if not roles:
+            return ""
         return (
             " (origin)"
             if d.note.startswith("origin:")
