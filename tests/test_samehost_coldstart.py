@@ -12,10 +12,13 @@ from dataclasses import replace
 from types import SimpleNamespace
 from typing import Any, cast
 
+import pytest
+
 from kernelgate.coldstart import verdict as coldverdict
 from kernelgate.coldstart.phases import ChildSpec, ColdStart, Run
 from kernelgate.config import GateConfig
 from kernelgate.plugin.samehost import COLDSTART, Suspect, decide_coldstart
+from kernelgate.verdict import bimodal
 from kernelgate.verdict.compare import Verdict, noise_aware_rule
 from kernelgate.verdict.samehost import Outcome
 
@@ -95,3 +98,26 @@ def test_the_evidence_file_keeps_each_run_of_each_round() -> None:
     assert [r["first"] for r in row["base"]] == [True, False]
     assert [r["first"] for r in row["head"]] == [False, True]
     assert [run["import_torch"] for run in row["base"][1]["runs_ms"]] == [3010.0, 2990.0]
+
+
+# ``import torch`` of each run (ms), round by round, of the empty-cache cold start in an A/A run on
+# H100 host 1ecb034c (2026-11-26, samehost.json): the runner's CPUs at two speeds, both sides
+AA_BASE = [[3616.3, 3245.9], [3627.2, 4197.3], [3518.4, 4222.8], [4939.2, 4375.3]]
+AA_HEAD = [[3591.9, 4230.9], [4604.7, 4325.8], [3979.8, 3536.7], [3157.4, 4216.5]]
+
+
+def test_the_runners_two_speeds_settle_a_cold_start_once_the_base_shows_them(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    base, head = side(AA_BASE, 0), side(AA_HEAD, 10)
+    # two rounds: the base's slowest run (4197 ms) is under the head's typical one (4278): open
+    assert isinstance(decide(base[:2], head[:2]), str)
+    found = decide(base[:3], head[:3])
+    assert found.outcome is Outcome.PASS, found
+    assert "import_torch: the processes of both sides ran at different speeds" in found.reason
+    with monkeypatch.context() as m:  # without the rule: grey at the third round (the run went to 4)
+        m.setattr(bimodal, "explained", lambda *args: None)
+        assert isinstance(decide(base[:3], head[:3]), str)
+    # a head 40 % slower in every run, its fastest too, is not the runner
+    slow = side([[t * 1.4 for t in r] for r in AA_HEAD[:3]], 10)
+    assert decide(base[:3], slow).outcome is Outcome.REGRESSION

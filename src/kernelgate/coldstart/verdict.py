@@ -113,10 +113,7 @@ def compare_rounds(
     :class:`Dist` (its ``rounds``), so that a judge can test the round medians
     (:func:`kernelgate.verdict.delta.process_rule`)."""
     last = current[-1]
-
-    def pooled(records: Sequence[ColdStart], name: str | None) -> Dist | None:
-        found = [d for r in records if (d := r.total if name is None else r.phase(name)) is not None and d.n]
-        return Dist.concat(found) if found else None
+    pooled = _pooled
 
     def delta(name: str, b: Dist | None, c: Dist | None) -> Delta:
         threshold = config.threshold(last.arch, last.id, Scope.PHASE, name)
@@ -142,6 +139,26 @@ def compare_rounds(
         if b is not None or c is not None:
             deltas.append(delta(name, b, c))
     return Comparison(last.id, last.arch, tuple(deltas), frozenset({Verdict.REGRESSED}))
+
+
+def _pooled(records: Sequence[ColdStart], name: str | None) -> Dist | None:
+    """Every run of ``records`` for phase ``name`` (None: the total), the rounds kept apart."""
+    found = [d for r in records if (d := r.total if name is None else r.phase(name)) is not None and d.n]
+    return Dist.concat(found) if found else None
+
+
+def run_values(
+    base: Sequence[ColdStart], current: Sequence[ColdStart]
+) -> dict[tuple[Scope, str], tuple[tuple[float, ...], tuple[float, ...]]]:
+    """Per phase and the total (``(Scope.PHASE, name)``, as :func:`compare_rounds` names them): each
+    run's time, base and head, µs. Every run is a fresh process: what
+    :func:`kernelgate.verdict.bimodal.explained` reads as the processes of each side."""
+    found: dict[tuple[Scope, str], tuple[tuple[float, ...], tuple[float, ...]]] = {}
+    for key, name in ((TOTAL, None), *((p, p) for p in PHASES)):
+        b, c = _pooled(base, name), _pooled(current, name)
+        if b is not None and c is not None:
+            found[(Scope.PHASE, key)] = (tuple(b.samples), tuple(c.samples))
+    return found
 
 
 def seconds(us: float | None) -> str:

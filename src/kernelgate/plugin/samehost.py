@@ -311,7 +311,8 @@ def decide_coldstart(state: State) -> Decider:
         if n < cfg.confirm_min_rounds:
             return f"{n} of at least {cfg.confirm_min_rounds} runs a side"
         ab = coldverdict.compare_rounds(b, h, cfg, judge=rule)
-        found = samehost.settle(s.screen, ab, n, final=final, check_offset=False)
+        each = coldverdict.run_values(b, h)  # every run a fresh process: the runner's two speeds
+        found = samehost.settle(s.screen, ab, n, final=final, check_offset=False, processes=each)
         return (
             found
             if found is not None
