@@ -11,15 +11,24 @@ of the layers' host times (current / baseline). A layer whose host time moved ag
 What this cannot see across hosts: a change that slows the host side of every layer alike. The
 latency of the whole step on this runner against the baseline's (the factor itself) is shown beside
 the verdict, and the judge compares base and head on this runner when anything else is suspected.
+
+The same holds between the processes of one runner (:func:`per_process`): on H100 host `bf2ad080`
+(2026-11-26) the factor of a process against the base side's pooled host times ran 0.62 … 2.03, both
+sides alike, and an A/A run failed yolov8n fp32 on the host time of 10 layers (+57 … +71 %) because
+four of the head's six processes ran slow and one of the base's. Each process's factor taken out,
+the worst layer of every A/A configuration measured that day and the day before moved +3 … +22 %
+(raw: up to +77 %). The latency is left as measured: a change that slows every layer alike shows
+there, judged with the runner's two speeds in view (:mod:`kernelgate.verdict.bimodal`).
 """
 
 from __future__ import annotations
 
 import statistics
+from collections.abc import Sequence
 from dataclasses import replace
 
 from kernelgate.config import HOST_COUPLED, Scope
-from kernelgate.measure.results import Dist, LayerStat, Measurement
+from kernelgate.measure.results import Dist, LayerStat, Measurement, combine
 from kernelgate.verdict.delta import Comparison, Verdict
 
 MIN_LAYERS = 3  # fewer layers with a host time than this: no factor (a CUDA-graph replay has none)
@@ -81,3 +90,31 @@ def note(by: float | None) -> str:
         f"this runner's host side is {by:.2f}x the baseline host's (the layers' median); relative to "
         "that it did not move"
     )
+
+
+def per_process(
+    base: Sequence[Measurement], head: Sequence[Measurement]
+) -> tuple[list[Measurement], list[Measurement], tuple[tuple[float, ...], tuple[float, ...]]]:
+    """The processes of a same-host A/B with each one's host speed taken out of its layers' host
+    times (not the latency): a process's :func:`factor` against the base side pooled, its host times
+    divided by it. Returns both sides so, and the factors (base, head) of the processes that had one.
+    A process without a factor (a CUDA-graph replay: no host times) is left as it is."""
+    if not base or not head:
+        return list(base), list(head), ((), ())
+    reference = combine(base)
+
+    def side(rounds: Sequence[Measurement]) -> tuple[list[Measurement], tuple[float, ...]]:
+        out, found = [], []
+        for m in rounds:
+            by = factor(reference, m)
+            if by is None or by <= 0:
+                out.append(m)
+                continue
+            host = tuple(LayerStat(lay.name, lay.type, _scaled(lay.time, 1.0 / by)) for lay in m.host_layers)
+            out.append(replace(m, host_layers=host))
+            found.append(by)
+        return out, tuple(found)
+
+    b, fb = side(base)
+    h, fh = side(head)
+    return b, h, (fb, fh)

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field, replace
 from kernelgate.config import GateConfig, Scope
 from kernelgate.measure.results import Dist, Measurement, combine
 from kernelgate.measure.stages import HOST_COUPLED
-from kernelgate.verdict import bimodal
+from kernelgate.verdict import bimodal, hostspeed
 from kernelgate.verdict.compare import Comparison, Delta, Verdict, compare
 from kernelgate.verdict.delta import process_rule
 
@@ -191,7 +191,9 @@ def decide(
     n = min(len(base_rounds), len(head_rounds))
     if n < config.confirm_min_rounds:
         return None
-    base, head = combine(base_rounds[:n]), combine(head_rounds[:n])
+    # each process's host speed out of its layers' host times (the runner's, not the change's)
+    b_rounds, h_rounds, speeds = hostspeed.per_process(base_rounds[:n], head_rounds[:n])
+    base, head = combine(b_rounds), combine(h_rounds)
     offset = runner_offset(screen_baseline, head, config)
     noise = process_noise(base, head)
     # on a CPU every op is host work: an offset from the baseline's host says nothing there
@@ -207,6 +209,7 @@ def decide(
         noise=noise,
         check_offset=device_side,
         processes=each,
+        speeds=speeds,
     )
     return None if decision is None else replace(decision, processes=each)
 
@@ -221,41 +224,46 @@ def settle(
     check_offset: bool = True,
     noise: Mapping[tuple[Scope, str], float] | None = None,
     processes: Mapping[tuple[Scope, str], tuple[tuple[float, ...], tuple[float, ...]]] | None = None,
+    speeds: tuple[tuple[float, ...], tuple[float, ...]] = ((), ()),
 ) -> Decision | None:
     """The decision from an A/B comparison of ``n`` processes per side (None: not settled yet and
     more rounds may be measured). ``check_offset=False`` for host-coupled benchmarks (cold starts);
-    ``processes``: each figure's process medians, base and head (:func:`bimodal.explained`)."""
+    ``processes``: each figure's process medians, base and head (:func:`bimodal.explained`);
+    ``speeds``: each process's host speed, taken out of its layers' host times
+    (:func:`hostspeed.per_process`), named where a host time decides."""
+
+    def why(d: Delta) -> str | None:
+        return bimodal.explained(d, *(processes or {}).get((d.scope, d.name), ((), ())))
+
     deltas = judged(ab)
-    # the origin of a regression first (kernelgate.verdict.origin), then the rest in forward order
-    regressed = [d for d in ab.failures if d in deltas and d.verdict is Verdict.REGRESSED]
+    # the origin of a regression first (kernelgate.verdict.origin), then the rest in forward order;
+    # a host-side figure that the runner's two speeds explain is not one (kernelgate.verdict.bimodal)
+    failed = [d for d in ab.failures if d in deltas and d.verdict is Verdict.REGRESSED]
+    spread = {d: w for d in failed if d.scope in bimodal.HOST_SIDE and (w := why(d))}
+    regressed = [d for d in failed if d not in spread]
 
     # a regression settles the suspect at once; a pass or a doubt needs every figure settled, or
-    # explained by the runner's two speeds (kernelgate.verdict.bimodal), which more rounds of the
-    # same runner would only show again. The doubts are among the open figures.
+    # explained by the runner's two speeds, which more rounds of the same runner would only show
+    # again. The doubts are among the open figures.
     open_ = grey(ab, noise)
-    explained = {
-        d: w
-        for d in open_
-        if (w := bimodal.explained(d, *(processes or {}).get((d.scope, d.name), ((), ()))))
-    }
-    if not final and not regressed and len(explained) < len(open_):
+    explained = {**{d: w for d in open_ if (w := why(d))}, **spread}
+    if not final and not regressed and len(explained) < len(open_) + len(spread):
         return None
     if regressed:
-        reason = f"base -> head on this runner: {names(regressed)}"
+        reason = f"base -> head on this runner: {names(regressed)}{_speeds(regressed, speeds)}"
         return Decision(screen.benchmark, Outcome.REGRESSION, reason, ab, n, offset_pct)
     doubtful = doubts(ab)
-    spread = [explained[d] for d in doubtful if d in explained]
-    if len(spread) < len(doubtful):
+    if any(d not in explained for d in doubtful):
         return Decision(
             screen.benchmark,
             Outcome.INCONCLUSIVE,
-            f"{inside_the_noise(n)}: {names(doubtful)}",
+            f"{inside_the_noise(n)}: {names(doubtful)}{_speeds(doubtful, speeds)}",
             ab, n, offset_pct,
         )  # fmt: skip
     doubt = offset_doubt(screen, offset_pct) if check_offset else None
     if doubt:
         return Decision(screen.benchmark, Outcome.INCONCLUSIVE, doubt, ab, n, offset_pct)
-    reason = "; ".join(["base and head agree on this runner", *dict.fromkeys([*spread, *explained.values()])])
+    reason = "; ".join(["base and head agree on this runner", *dict.fromkeys(explained.values())])
     return Decision(screen.benchmark, Outcome.PASS, reason, ab, n, offset_pct)
 
 
@@ -270,7 +278,8 @@ def still_open(base_rounds: Sequence[Measurement], head_rounds: Sequence[Measure
     n = min(len(base_rounds), len(head_rounds))
     if n < config.confirm_min_rounds:
         return f"{n} of at least {config.confirm_min_rounds} process(es) a side"
-    base, head = combine(base_rounds[:n]), combine(head_rounds[:n])
+    b_rounds, h_rounds, _ = hostspeed.per_process(base_rounds[:n], head_rounds[:n])
+    base, head = combine(b_rounds), combine(h_rounds)
     ab = compare(base, head, config, judge=lambda b, c, t: process_rule(b, c, t, alpha=config.alpha))
     open_ = grey(ab, process_noise(base, head))
     more = f" and {len(open_) - SHOWN_OPEN} more" if len(open_) > SHOWN_OPEN else ""
@@ -282,6 +291,17 @@ def grey(ab: Comparison, noise: Mapping[tuple[Scope, str], float] | None) -> tup
     slower; a figure that may be faster needs no more rounds."""
     return tuple(
         d for d in judged(ab) if d.delta_us > 0 and not _settled(d, (noise or {}).get((d.scope, d.name)))
+    )
+
+
+def _speeds(named: Sequence[Delta], speeds: tuple[tuple[float, ...], tuple[float, ...]]) -> str:
+    """Where a layer's host time is named: each process's host speed, taken out of it."""
+    base, head = speeds
+    if not base or not head or not any(d.scope is Scope.HOST for d in named):
+        return ""
+    return (
+        f" (host times at each process's speed: base {min(base):.2f} … {max(base):.2f}, head "
+        f"{min(head):.2f} … {max(head):.2f} x the base's pooled)"
     )
 
 

@@ -1,0 +1,89 @@
+"""Each process's host speed taken out of the same-host judge's host times (hostspeed.per_process).
+
+Shaped like the A/A run on H100 host bf2ad080 (2026-11-26) that failed yolov8n fp32 on the host time of
+10 layers (+57 … +71 %): the host time of each layer (µs, the base's medians), the factor of each process
+(the median over its layers of its host time against the base side pooled), and the latency of each
+process, as its samehost.json kept them. Four of the head's six processes ran slow, one of the base's.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import replace
+
+import pytest
+from factories import measurement
+
+from kernelgate.config import GateConfig
+from kernelgate.measure.results import Dist, LayerStat, Measurement
+from kernelgate.verdict import hostspeed
+from kernelgate.verdict.compare import compare
+from kernelgate.verdict.samehost import Outcome, decide
+
+HOST_US = {"input": 31.9, "model.0": 95.2, "model.1": 95.1, "model.2": 318.1, "model.3": 76.2,
+           "model.4": 461.1, "model.5": 74.7, "model.6": 449.4, "model.7": 72.2, "model.8": 302.4,
+           "model.9": 204.7, "model.10": 22.4, "model.11": 14.6, "model.12": 301.1, "model.13": 16.1,
+           "model.14": 12.8, "model.15": 290.6, "model.16": 72.6, "model.17": 13.9, "model.18": 286.1,
+           "model.19": 73.0, "model.20": 13.7, "model.21": 284.9, "model.22": 1365.4}  # fmt: skip
+BASE_SPEED = [1.64, 1.0, 0.93, 0.98, 1.15, 0.98]
+HEAD_SPEED = [1.58, 1.11, 1.79, 2.03, 1.4, 1.77]
+BASE_WALL = [8174.2, 5152.4, 4658.2, 4997.8, 4633.5, 5765.5]
+HEAD_WALL = [8222.2, 5427.7, 4940.1, 9269.3, 7065.9, 8239.8]
+
+
+def process(speed: float, wall: float, seed: int, slower: dict[str, float] | None = None) -> Measurement:
+    """One process: steady device-side layers, each layer's host time at this process's ``speed``
+    (±3 % over 20 iterations), ``slower``: a layer's host time times a factor (the change)."""
+    rng = random.Random(seed)
+
+    def samples(us: float, jitter: float) -> tuple[float, ...]:
+        return tuple(round(us * (1 + rng.uniform(-jitter, jitter)), 3) for _ in range(20))
+
+    m = measurement(layers={"model.0": list(samples(100.0, 0.001))}, wall=list(samples(wall, 0.03)))
+    host = tuple(
+        LayerStat(name, "Conv", Dist(samples(us * speed * (slower or {}).get(name, 1.0), 0.03)))
+        for name, us in HOST_US.items()
+    )
+    return replace(m, host_layers=host)
+
+
+def judge(head_slower: dict[str, float] | None = None, n: int = 6) -> tuple[Outcome, str]:
+    config = GateConfig()
+    base = [process(s, w, seed=i) for i, (s, w) in enumerate(zip(BASE_SPEED, BASE_WALL, strict=True))][:n]
+    head = [
+        process(s, w, 10 + i, head_slower) for i, (s, w) in enumerate(zip(HEAD_SPEED, HEAD_WALL, strict=True))
+    ][:n]
+    stored = process(1.0, 5000.0, seed=99)
+    decision = decide(compare(stored, head[0], config), stored, base, head, config, final=True)
+    assert decision is not None
+    return decision.outcome, decision.reason
+
+
+def test_each_processs_speed_comes_out_and_the_a_a_passes(monkeypatch: pytest.MonkeyPatch) -> None:
+    outcome, reason = judge()
+    assert outcome is Outcome.PASS, reason
+    with monkeypatch.context() as m:  # the host times as measured: the run's false failure
+        m.setattr(hostspeed, "per_process", lambda b, h: (list(b), list(h), ((), ())))
+        m.setattr("kernelgate.verdict.bimodal.explained", lambda *args: None)
+        outcome, reason = judge()
+        assert outcome is Outcome.REGRESSION and "host model.22 +" in reason, reason
+
+
+def test_one_layer_slower_on_the_host_still_fails_and_names_the_speeds() -> None:
+    # a time.sleep-like change: model.9's host time +80 % in every head process, the runner as above
+    outcome, reason = judge({"model.9": 1.8})
+    assert outcome is Outcome.REGRESSION, reason
+    assert reason.startswith("base -> head on this runner: host model.9 +")
+    assert "host times at each process's speed: base 0.9" in reason and "head 1.1" in reason
+
+
+def test_the_factors_are_each_process_against_the_base_pooled() -> None:
+    base = [process(s, 5000.0, seed=i) for i, s in enumerate((1.0, 1.0, 1.6))]
+    head = [process(s, 5000.0, seed=10 + i) for i, s in enumerate((2.0, 1.0, 1.0))]
+    _, h, (fb, fh) = hostspeed.per_process(base, head)
+    assert [round(f, 1) for f in fb] == [1.0, 1.0, 1.6] and [round(f, 1) for f in fh] == [2.0, 1.0, 1.0]
+    slow = h[0].host_layer("model.22")
+    assert slow is not None and slow.time.median == pytest.approx(HOST_US["model.22"], rel=0.05)
+    assert h[0].wall == head[0].wall and h[0].layers == head[0].layers  # the latency, the GPU: as measured
+    graph = replace(head[0], host_layers=())  # no host times (a CUDA-graph replay): as it is
+    assert hostspeed.per_process(base, [graph])[1] == [graph]
