@@ -72,6 +72,21 @@ def test_the_slowest_must_agree_on_the_device_side_only_and_enough_processes() -
     assert bimodal.explained(kernel, AA_BASE, AA_BASE) is None  # kernels are shown, not judged
 
 
+def settles_at_the_least_rounds(
+    stored: Measurement, b: list[Measurement], h: list[Measurement], says: str, mp: pytest.MonkeyPatch
+) -> None:
+    """The judge passes at the third round, saying ``says``; without the two-speeds rule the figure
+    is grey and it asks for more rounds."""
+    config = GateConfig()
+    screen = compare(stored, h[0], config)
+    decision = decide(screen, stored, b, h, config)
+    assert decision is not None and decision.outcome is Outcome.PASS, decision
+    assert decision.rounds == 3 and says in decision.reason
+    with mp.context() as m:
+        m.setattr(bimodal, "explained", lambda *args: None)
+        assert decide(screen, stored, b, h, config) is None
+
+
 def test_the_runners_two_speeds_settle_at_the_least_rounds_not_the_last(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -81,13 +96,7 @@ def test_the_runners_two_speeds_settle_at_the_least_rounds_not_the_last(
     stored = process_step(9000.0, seed=99, jitter=0.02)
     b = [process_step(w, seed=i, jitter=0.02) for i, w in enumerate([4760.0, 7600.0, 4800.0])]
     h = [process_step(w, seed=10 + i, jitter=0.02) for i, w in enumerate([4750.0, 7500.0, 7550.0])]
-    screen = compare(stored, h[0], config)
-    decision = decide(screen, stored, b, h, config)
-    assert decision is not None and decision.outcome is Outcome.PASS, decision
-    assert decision.rounds == 3 and "different speeds" in decision.reason
-    with monkeypatch.context() as m:  # without the rule: grey, so more rounds
-        m.setattr(bimodal, "explained", lambda *args: None)
-        assert decide(screen, stored, b, h, config) is None
+    settles_at_the_least_rounds(stored, b, h, "different speeds", monkeypatch)
     # slow processes on the head alone: not explained, so more rounds (no decision yet)
     slow = [process_step(w, seed=20 + i, jitter=0.02) for i, w in enumerate([7000.0, 6800.0, 4800.0])]
     fast = [process_step(w, seed=30 + i, jitter=0.02) for i, w in enumerate([4760.0, 4790.0, 4770.0])]
@@ -141,13 +150,7 @@ def test_device_modes_settle_the_a_a_at_the_least_rounds(monkeypatch: pytest.Mon
     stored = per_process(1400.0, seed=99)  # another host's baseline: the screen suspected it
     b = [per_process(w, seed=i) for i, w in enumerate(GRAPH_BASE[:3])]
     h = [per_process(w, seed=10 + i) for i, w in enumerate(GRAPH_HEAD[:3])]
-    screen = compare(stored, h[0], config)
-    decision = decide(screen, stored, b, h, config)
-    assert decision is not None and decision.outcome is Outcome.PASS, decision
-    assert decision.rounds == 3 and "the kernels each process chose" in decision.reason
-    with monkeypatch.context() as m:  # without the rule: grey, so more rounds
-        m.setattr(bimodal, "explained", lambda *args: None)
-        assert decide(screen, stored, b, h, config) is None
+    settles_at_the_least_rounds(stored, b, h, "the kernels each process chose", monkeypatch)
     # the head 3 % slower in every process: a regression, whatever the modes
     slow = [per_process(w * 1.03, seed=20 + i) for i, w in enumerate(GRAPH_HEAD[:3])]
     found = decide(compare(stored, slow[0], config), stored, b, slow, config)
