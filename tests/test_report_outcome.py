@@ -239,3 +239,34 @@ def test_a_redacted_report_hides_the_layers_the_judges_reasons_name(tmp_path: Pa
     assert "model.9" not in text
     assert f"| yolov8n-fp16-bs1-640 | {REDACTED_NOTE} | pass | 3 | {REDACTED_NOTE} |" in text
     assert "| coldstart-x | another host's baseline | pass | 2 | base and head agree on this runner |" in text
+
+
+def test_the_html_page_says_how_the_run_ended_and_what_the_judge_decided(tmp_path: Path) -> None:
+    from kernelgate.report.sections import Judged
+
+    missing = policy.Case("yolo11n-fp16-bs1-640", policy.Status.NO_BASELINE, "no baseline in baselines/x",
+                          record_command(V11))  # fmt: skip
+    item = passing_item()
+    decision = policy.decide([policy.Case.of(item.comparison), missing], policy.ExitPolicy())
+    judged = (
+        Judged("yolov8n-fp32-bs1-640", "wall +31.8 % over 50% of their thresholds", "pass",
+               "base and head agree on this runner", 4),
+        Judged("yolo11n-fp16-bs1-640", "", "inconclusive", "no git repository at /x", 0),
+    )  # fmt: skip
+    publish.publish([item], tmp_path, run=RunOutcome(decision, (missing,), judged=judged))
+    page = (tmp_path / "report.html").read_text()
+    # the badge is the run's decision (exit 1: a benchmark not compared), not only the diffs'
+    assert '<h1><span class="badge fail">FAIL</span> kernelgate: no regression in 1 benchmark(s)' in page
+    assert "; 1 not compared: yolo11n-fp16-bs1-640 (no baseline)</h1>" in page
+    assert "<strong>The run fails (exit status 1):</strong>" in page
+    assert "<li>yolo11n-fp16-bs1-640: no baseline" in page
+    assert (
+        "<summary>Decided on this runner (base and head measured here): 2 suspect(s) of the "
+        "stored-baseline screen, 1 pass, 1 inconclusive</summary>"
+    ) in page
+    assert "<td>inconclusive</td><td>—</td><td>no git repository at /x</td>" in page
+    assert "over its screen threshold" in page
+    # without the run: the diffs decide, nothing of the judge
+    publish.publish([item], tmp_path)
+    page = (tmp_path / "report.html").read_text()
+    assert '<span class="badge pass">PASS</span>' in page and "Decided on this runner" not in page

@@ -19,6 +19,7 @@ from markupsafe import Markup
 from kernelgate.measure.naming import kernel_label, module_label
 from kernelgate.report import labels, plots
 from kernelgate.report.markdown import group_summary, verdict_line
+from kernelgate.report.sections import RunOutcome, headline_suffix, tally, unshown
 from kernelgate.verdict.compare import Delta, Verdict
 from kernelgate.verdict.diff import BenchmarkDiff
 
@@ -113,20 +114,32 @@ def _setup(diffs: Sequence[BenchmarkDiff]) -> tuple[jinja2.Environment, dict[str
         "section": render_section,
         "pct": labels.pct,
         "badge": badge,
+        "breakable": breakable,
+        "wbr": wbr,
         "time_name": labels.time_name(diffs),
     }
     return env, page
 
 
-def render(diffs: Sequence[BenchmarkDiff]) -> str:
+def render(diffs: Sequence[BenchmarkDiff], run: RunOutcome | None = None) -> str:
+    """The page of one run. With ``run`` its badge is the run's decision (as report.md's mark), and it
+    lists why the run fails beyond the sections (a benchmark not compared, a cold start) and what the
+    same-host judge decided for each suspect."""
     env, page = _setup(diffs)
+    verdict = (verdict_line(diffs) if diffs else "kernelgate: no benchmark compared") + headline_suffix(
+        diffs, run
+    )
+    judged = run.judged if run is not None else ()
     return env.get_template(PAGE).render(
         **page,
         title=", ".join(sorted({d.arch for d in diffs})),
-        verdict=_html_verdict(diffs),
+        verdict=_markup(verdict),
         diffs=diffs,
         passing=[d for d in diffs if not d.failed],
-        failed=any(d.failed for d in diffs),
+        failed=run.decision.failed if run is not None else any(d.failed for d in diffs),
+        reasons=unshown(diffs, run),
+        judged=judged,
+        judged_tally=tally(judged),
     )
 
 

@@ -145,7 +145,7 @@ def publish(
         )
     failed = run.decision.failed if run is not None else any(d.failed for d in diffs)
     (folder / MARKDOWN).write_text(report_markdown.render(diffs, footer=footer, run=run), encoding="utf-8")
-    (folder / HTML).write_text(report_html.render(diffs), encoding="utf-8")
+    (folder / HTML).write_text(report_html.render(diffs, run), encoding="utf-8")
     document = report_json.document(diffs)
     document["failed"] = failed
     if run is not None:

@@ -143,19 +143,25 @@ def coldstart_table(run: RunOutcome | None) -> list[str]:
     return [*rows, ""]
 
 
+def tally(judged: Sequence[Judged]) -> str:
+    """``3 suspect(s) of the stored-baseline screen, 2 pass, 1 inconclusive``, or '' for none."""
+    if not judged:
+        return ""
+    counts: dict[str, int] = {}
+    for j in judged:
+        counts[j.outcome] = counts.get(j.outcome, 0) + 1
+    each = ", ".join(f"{n} {outcome}" for outcome, n in counts.items())
+    return f"{len(judged)} suspect(s) of the stored-baseline screen, {each}"
+
+
 def judged_table(run: RunOutcome | None) -> list[str]:
     """The suspects of the screen and what the same-host judge made of each: why it was a suspect,
     the verdict, how many processes a side, the reason (a pass from a judge shows its cost and why)."""
     if run is None or not run.judged:
         return []
-    counts: dict[str, int] = {}
-    for j in run.judged:
-        counts[j.outcome] = counts.get(j.outcome, 0) + 1
-    tally = ", ".join(f"{n} {outcome}" for outcome, n in counts.items())
     rows = [
         "<details>",
-        f"<summary>Decided on this runner (base and head measured here): {len(run.judged)} suspect(s) of "
-        f"the stored-baseline screen, {tally}</summary>",
+        f"<summary>Decided on this runner (base and head measured here): {tally(run.judged)}</summary>",
         "",
         "| benchmark | why a suspect | verdict | processes a side | reason |",
         "|---|---|---|--:|---|",
