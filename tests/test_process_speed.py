@@ -9,13 +9,14 @@ process, as its samehost.json kept them. Four of the head's six processes ran sl
 from __future__ import annotations
 
 import random
+import statistics
 from dataclasses import replace
 
 import pytest
 from factories import measurement
 
 from kernelgate.config import GateConfig
-from kernelgate.measure.results import Dist, LayerStat, Measurement
+from kernelgate.measure.results import Dist, LayerStat, Measurement, combine
 from kernelgate.verdict import hostspeed
 from kernelgate.verdict.compare import compare
 from kernelgate.verdict.samehost import Outcome, decide
@@ -39,7 +40,11 @@ def process(speed: float, wall: float, seed: int, slower: dict[str, float] | Non
     def samples(us: float, jitter: float) -> tuple[float, ...]:
         return tuple(round(us * (1 + rng.uniform(-jitter, jitter)), 3) for _ in range(20))
 
-    m = measurement(layers={"model.0": list(samples(100.0, 0.001))}, wall=list(samples(wall, 0.03)))
+    device = list(samples(100.0, 0.001))
+    m = measurement(
+        layers={"model.0": device}, kernels={"model.0.conv :: gemm": device}, total=device,
+        wall=list(samples(wall, 0.03)),
+    )  # fmt: skip
     host = tuple(
         LayerStat(name, "Conv", Dist(samples(us * speed * (slower or {}).get(name, 1.0), 0.03)))
         for name, us in HOST_US.items()
@@ -63,7 +68,7 @@ def test_each_processs_speed_comes_out_and_the_a_a_passes(monkeypatch: pytest.Mo
     outcome, reason = judge()
     assert outcome is Outcome.PASS, reason
     with monkeypatch.context() as m:  # the host times as measured: the run's false failure
-        m.setattr(hostspeed, "per_process", lambda b, h: (list(b), list(h), ((), ())))
+        m.setattr(hostspeed, "per_process", lambda b, h: (b, h, ((), ())))
         m.setattr("kernelgate.verdict.bimodal.explained", lambda *args: None)
         outcome, reason = judge()
         assert outcome is Outcome.REGRESSION and "host model.22 +" in reason, reason
@@ -80,10 +85,44 @@ def test_one_layer_slower_on_the_host_still_fails_and_names_the_speeds() -> None
 def test_the_factors_are_each_process_against_the_base_pooled() -> None:
     base = [process(s, 5000.0, seed=i) for i, s in enumerate((1.0, 1.0, 1.6))]
     head = [process(s, 5000.0, seed=10 + i) for i, s in enumerate((2.0, 1.0, 1.0))]
-    _, h, (fb, fh) = hostspeed.per_process(base, head)
+    _, h, (fb, fh) = hostspeed.per_process(combine(base), combine(head))
     assert [round(f, 1) for f in fb] == [1.0, 1.0, 1.6] and [round(f, 1) for f in fh] == [2.0, 1.0, 1.0]
-    slow = h[0].host_layer("model.22")
-    assert slow is not None and slow.time.median == pytest.approx(HOST_US["model.22"], rel=0.05)
-    assert h[0].wall == head[0].wall and h[0].layers == head[0].layers  # the latency, the GPU: as measured
-    graph = replace(head[0], host_layers=())  # no host times (a CUDA-graph replay): as it is
-    assert hostspeed.per_process(base, [graph])[1] == [graph]
+    slow = h.host_layer("model.22")
+    assert slow is not None
+    first = slow.time.round_samples()[0]  # the head's first process, at twice the speed, divided by it
+    assert statistics.median(first) == pytest.approx(HOST_US["model.22"], rel=0.05)
+    assert h.wall == combine(head).wall and h.layers == combine(head).layers  # latency, GPU: as measured
+    graph = replace(combine(head), host_layers=())  # no host times (a CUDA-graph replay): as it is
+    assert hostspeed.per_process(combine(base), graph)[1] == graph
+
+
+def test_kernelgate_ab_takes_each_processs_speed_out_too(monkeypatch: pytest.MonkeyPatch) -> None:
+    from factories import V8, entry
+
+    from kernelgate import offline
+
+    base = combine(
+        [process(s, w, seed=i) for i, (s, w) in enumerate(zip(BASE_SPEED, BASE_WALL, strict=True))]
+    )
+    head = combine(
+        [process(s, w, seed=10 + i) for i, (s, w) in enumerate(zip(HEAD_SPEED, HEAD_WALL, strict=True))]
+    )
+
+    def verdict(slower: dict[str, float] | None = None) -> list[str]:
+        now = head
+        if slower:
+            runs = zip(HEAD_SPEED, HEAD_WALL, strict=True)
+            now = combine([process(s, w, seed=10 + i, slower=slower) for i, (s, w) in enumerate(runs)])
+        (pair,) = offline.judge(
+            {V8: entry(V8, base)}, {V8: entry(V8, now)}, GateConfig(), "x", processes=True
+        )
+        assert pair.comparison is not None
+        return [f"{d.scope.value} {d.name}" for d in pair.comparison.failures]
+
+    assert verdict() == []
+    assert verdict({"model.9": 1.8}) == ["host model.9"]
+    with monkeypatch.context() as m:  # the host times as measured: the same false failure as the judge's
+        m.setattr(hostspeed, "per_process", lambda b, h: (b, h, ((), ())))
+        assert verdict() == []  # the runner's two speeds alone explain these layers
+        m.setattr("kernelgate.verdict.bimodal.explained", lambda *args: None)
+        assert "host model.22" in verdict()

@@ -34,7 +34,7 @@ from kernelgate.machine import envdiff
 from kernelgate.measure import integrity
 from kernelgate.measure.results import Dist, Measurement
 from kernelgate.report.terminal import failure_message, layer_table
-from kernelgate.verdict import policy, samehost, yardstick
+from kernelgate.verdict import hostspeed, policy, samehost, yardstick
 from kernelgate.verdict.compare import Comparison, Judge, Judgement, compare
 from kernelgate.verdict.delta import process_rule
 from kernelgate.verdict.policy import Case, ExitDecision, Status
@@ -181,10 +181,17 @@ def judge(
             case = Case(m.benchmark, status, "; ".join(problems), _fix(match.measurement, entry))
             pairs.append(Pair(case, None, match, entry))
             continue
-        comparison = recorded or compare(match.measurement, m, gate, judge=rule)
-        if processes and not recorded:  # the A/B measures no more: a figure that may be slower is a doubt
+        if recorded is not None:
+            comparison = recorded
+        elif processes:  # each process's host speed out of its layers' host times, as the judge does
+            before, after, _ = hostspeed.per_process(match.measurement, m)
+            comparison = compare(before, after, gate, judge=rule)
+            # the A/B measures no more: a figure that may be slower is a doubt, unless the runner's
+            # two speeds explain it
             n = min(len(match.measurement.total.round_medians), len(m.total.round_medians))
-            comparison = samehost.final_doubts(comparison, n)
+            comparison = samehost.final_doubts(comparison, n, samehost.process_medians(before, after))
+        else:
+            comparison = compare(match.measurement, m, gate, judge=rule)
         pairs.append(Pair(Case.of(comparison, entry.fullname), comparison, match, entry, note=note))
     return pairs
 

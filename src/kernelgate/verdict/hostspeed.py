@@ -28,7 +28,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from kernelgate.config import HOST_COUPLED, Scope
-from kernelgate.measure.results import Dist, LayerStat, Measurement, combine
+from kernelgate.measure.results import Dist, LayerStat, Measurement
 from kernelgate.verdict.delta import Comparison, Verdict
 
 MIN_LAYERS = 3  # fewer layers with a host time than this: no factor (a CUDA-graph replay has none)
@@ -93,28 +93,37 @@ def note(by: float | None) -> str:
 
 
 def per_process(
-    base: Sequence[Measurement], head: Sequence[Measurement]
-) -> tuple[list[Measurement], list[Measurement], tuple[tuple[float, ...], tuple[float, ...]]]:
-    """The processes of a same-host A/B with each one's host speed taken out of its layers' host
-    times (not the latency): a process's :func:`factor` against the base side pooled, its host times
-    divided by it. Returns both sides so, and the factors (base, head) of the processes that had one.
-    A process without a factor (a CUDA-graph replay: no host times) is left as it is."""
-    if not base or not head:
-        return list(base), list(head), ((), ())
-    reference = combine(base)
+    base: Measurement, head: Measurement
+) -> tuple[Measurement, Measurement, tuple[tuple[float, ...], tuple[float, ...]]]:
+    """Both sides of a same-host A/B (each its processes combined, one round a process: the judge's,
+    ``kernelgate ab``'s) with each process's host speed taken out of its layers' host times (not the
+    latency): the median over its layers of its host time against the base side pooled, as
+    :func:`factor` does across hosts; each round's host times divided by it. Returns both sides so, and
+    the factors (base, head, one a process). A side without a factor (a CUDA-graph replay: no host
+    times; too few layers) is left as it is."""
+    reference = {lay.name: lay.time.median for lay in base.host_layers}
 
-    def side(rounds: Sequence[Measurement]) -> tuple[list[Measurement], tuple[float, ...]]:
-        out, found = [], []
-        for m in rounds:
-            by = factor(reference, m)
-            if by is None or by <= 0:
-                out.append(m)
-                continue
-            host = tuple(LayerStat(lay.name, lay.type, _scaled(lay.time, 1.0 / by)) for lay in m.host_layers)
-            out.append(replace(m, host_layers=host))
-            found.append(by)
-        return out, tuple(found)
+    def side(m: Measurement) -> tuple[Measurement, tuple[float, ...]]:
+        voters = [
+            (lay.name, lay.time.round_medians)
+            for lay in m.host_layers
+            if lay.name not in HOST_COUPLED and reference.get(lay.name, 0.0) >= MIN_HOST_US
+        ]
+        processes = {len(lay.time.round_samples()) for lay in m.host_layers}
+        if len(voters) < MIN_LAYERS or len(processes) != 1:
+            return m, ()  # too few layers to tell a speed, or rounds that do not line up
+        factors = []
+        for r in range(processes.pop()):
+            ratios = [each[r] / reference[name] for name, each in voters if each[r] > 0]
+            factors.append(statistics.median(ratios) if len(ratios) >= MIN_LAYERS else 1.0)
+        host = tuple(LayerStat(lay.name, lay.type, _per_round(lay.time, factors)) for lay in m.host_layers)
+        return replace(m, host_layers=host), tuple(factors)
 
     b, fb = side(base)
     h, fh = side(head)
     return b, h, (fb, fh)
+
+
+def _per_round(dist: Dist, factors: Sequence[float]) -> Dist:
+    samples = [v / by for part, by in zip(dist.round_samples(), factors, strict=True) for v in part]
+    return Dist(tuple(samples), dist.rounds)

@@ -130,19 +130,30 @@ def inside_the_noise(n: int) -> str:
     return f"after {n} process(es) per side, over threshold but inside the noise of this runner"
 
 
-def final_doubts(ab: Comparison, n: int) -> Comparison:
+def final_doubts(
+    ab: Comparison,
+    n: int,
+    processes: Mapping[tuple[Scope, str], tuple[tuple[float, ...], tuple[float, ...]]] | None = None,
+) -> Comparison:
     """An A/B of ``n`` processes a side that measures no more (``kernelgate ab``), as :func:`decide`
-    judges its last round: its :func:`doubts` are INCONCLUSIVE, never a pass."""
-    doubtful, why = doubts(ab), inside_the_noise(n)
-    if not doubtful:
-        return ab
-    deltas = [
-        replace(d, verdict=Verdict.INCONCLUSIVE, note=f"{why}; {d.note}" if d.note else why)
-        if d in doubtful
-        else d
-        for d in ab.deltas
-    ]
-    return replace(ab, deltas=tuple(deltas))
+    judges its last round: its :func:`doubts` are INCONCLUSIVE, never a pass, except where the
+    runner's two speeds explain them, or a host-side regression (``processes``: each figure's process
+    medians, base and head; :func:`bimodal.explained`): those are unchanged, and say why."""
+    why = inside_the_noise(n)
+
+    def judged_again(d: Delta) -> Delta:
+        host_failure = d.verdict is Verdict.REGRESSED and d.scope in bimodal.HOST_SIDE
+        if d not in doubtful and not host_failure:
+            return d
+        runner = bimodal.explained(d, *(processes or {}).get((d.scope, d.name), ((), ())))
+        if runner:
+            return replace(d, verdict=Verdict.UNCHANGED, note=runner)
+        if d in doubtful:
+            return replace(d, verdict=Verdict.INCONCLUSIVE, note=f"{why}; {d.note}" if d.note else why)
+        return d
+
+    doubtful = doubts(ab)
+    return replace(ab, deltas=tuple(judged_again(d) for d in ab.deltas))
 
 
 def runner_offset(screen_baseline: Measurement, head: Measurement, config: GateConfig) -> float | None:
@@ -192,8 +203,7 @@ def decide(
     if n < config.confirm_min_rounds:
         return None
     # each process's host speed out of its layers' host times (the runner's, not the change's)
-    b_rounds, h_rounds, speeds = hostspeed.per_process(base_rounds[:n], head_rounds[:n])
-    base, head = combine(b_rounds), combine(h_rounds)
+    base, head, speeds = hostspeed.per_process(combine(base_rounds[:n]), combine(head_rounds[:n]))
     offset = runner_offset(screen_baseline, head, config)
     noise = process_noise(base, head)
     # on a CPU every op is host work: an offset from the baseline's host says nothing there
@@ -278,8 +288,7 @@ def still_open(base_rounds: Sequence[Measurement], head_rounds: Sequence[Measure
     n = min(len(base_rounds), len(head_rounds))
     if n < config.confirm_min_rounds:
         return f"{n} of at least {config.confirm_min_rounds} process(es) a side"
-    b_rounds, h_rounds, _ = hostspeed.per_process(base_rounds[:n], head_rounds[:n])
-    base, head = combine(b_rounds), combine(h_rounds)
+    base, head, _ = hostspeed.per_process(combine(base_rounds[:n]), combine(head_rounds[:n]))
     ab = compare(base, head, config, judge=lambda b, c, t: process_rule(b, c, t, alpha=config.alpha))
     open_ = grey(ab, process_noise(base, head))
     more = f" and {len(open_) - SHOWN_OPEN} more" if len(open_) > SHOWN_OPEN else ""
