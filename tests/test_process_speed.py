@@ -19,7 +19,7 @@ from kernelgate.config import GateConfig
 from kernelgate.measure.results import Dist, LayerStat, Measurement, combine
 from kernelgate.verdict import hostspeed
 from kernelgate.verdict.compare import compare
-from kernelgate.verdict.samehost import Outcome, decide
+from kernelgate.verdict.samehost import Outcome, decide, merged
 
 HOST_US = {"input": 31.9, "model.0": 95.2, "model.1": 95.1, "model.2": 318.1, "model.3": 76.2,
            "model.4": 461.1, "model.5": 74.7, "model.6": 449.4, "model.7": 72.2, "model.8": 302.4,
@@ -59,8 +59,11 @@ def judge(head_slower: dict[str, float] | None = None, n: int = 6) -> tuple[Outc
         process(s, w, 10 + i, head_slower) for i, (s, w) in enumerate(zip(HEAD_SPEED, HEAD_WALL, strict=True))
     ][:n]
     stored = process(1.0, 5000.0, seed=99)
-    decision = decide(compare(stored, head[0], config), stored, base, head, config, final=True)
+    screen = compare(stored, head[0], config)
+    decision = decide(screen, stored, base, head, config, final=True)
     assert decision is not None
+    # what the reports and the exit status read agrees with the outcome
+    assert merged(screen, decision).failed is (decision.outcome is not Outcome.PASS), decision
     return decision.outcome, decision.reason
 
 
@@ -126,3 +129,22 @@ def test_kernelgate_ab_takes_each_processs_speed_out_too(monkeypatch: pytest.Mon
         assert verdict() == []  # the runner's two speeds alone explain these layers
         m.setattr("kernelgate.verdict.bimodal.explained", lambda *args: None)
         assert "host model.22" in verdict()
+
+
+def test_a_host_side_regression_the_runners_two_speeds_explain_passes_in_the_reports_too(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # the per-process speed left in: the process test finds 10 layers regressed; the two speeds
+    # explain them, and the comparison the reports read shows them unchanged, saying why
+    monkeypatch.setattr(hostspeed, "per_process", lambda b, h: (b, h, ((), ())))
+    config = GateConfig()
+    base = [process(s, w, seed=i) for i, (s, w) in enumerate(zip(BASE_SPEED, BASE_WALL, strict=True))]
+    head = [process(s, w, 10 + i) for i, (s, w) in enumerate(zip(HEAD_SPEED, HEAD_WALL, strict=True))]
+    stored = process(1.0, 5000.0, seed=99)
+    screen = compare(stored, head[0], config)
+    decision = decide(screen, stored, base, head, config, final=True)
+    assert decision is not None and decision.outcome is Outcome.PASS, decision
+    assert decision.ab is not None and not decision.ab.failed
+    shown = merged(screen, decision)
+    assert not shown.failed
+    assert "host model.22: the processes of both sides ran at different speeds" in decision.reason

@@ -245,19 +245,30 @@ def settle(
     def why(d: Delta) -> str | None:
         return bimodal.explained(d, *(processes or {}).get((d.scope, d.name), ((), ())))
 
+    # a host-side figure that the runner's two speeds explain is no regression (kernelgate.verdict.
+    # bimodal): unchanged in the A/B that the reports show, with why
+    spread = {
+        d: w
+        for d in ab.failures
+        if d in judged(ab)
+        and d.verdict is Verdict.REGRESSED
+        and d.scope in bimodal.HOST_SIDE
+        and (w := why(d))
+    }
+    if spread:
+        ab = replace(ab, deltas=tuple(
+            replace(d, verdict=Verdict.UNCHANGED, note=spread[d]) if d in spread else d for d in ab.deltas
+        ))  # fmt: skip
     deltas = judged(ab)
-    # the origin of a regression first (kernelgate.verdict.origin), then the rest in forward order;
-    # a host-side figure that the runner's two speeds explain is not one (kernelgate.verdict.bimodal)
-    failed = [d for d in ab.failures if d in deltas and d.verdict is Verdict.REGRESSED]
-    spread = {d: w for d in failed if d.scope in bimodal.HOST_SIDE and (w := why(d))}
-    regressed = [d for d in failed if d not in spread]
+    # the origin of a regression first (kernelgate.verdict.origin), then the rest in forward order
+    regressed = [d for d in ab.failures if d in deltas and d.verdict is Verdict.REGRESSED]
 
     # a regression settles the suspect at once; a pass or a doubt needs every figure settled, or
     # explained by the runner's two speeds, which more rounds of the same runner would only show
     # again. The doubts are among the open figures.
     open_ = grey(ab, noise)
-    explained = {**{d: w for d in open_ if (w := why(d))}, **spread}
-    if not final and not regressed and len(explained) < len(open_) + len(spread):
+    explained = {d: w for d in open_ if (w := why(d))}
+    if not final and not regressed and len(explained) < len(open_):
         return None
     if regressed:
         reason = f"base -> head on this runner: {names(regressed)}{_speeds(regressed, speeds)}"
@@ -273,7 +284,9 @@ def settle(
     doubt = offset_doubt(screen, offset_pct) if check_offset else None
     if doubt:
         return Decision(screen.benchmark, Outcome.INCONCLUSIVE, doubt, ab, n, offset_pct)
-    reason = "; ".join(["base and head agree on this runner", *dict.fromkeys(explained.values())])
+    reason = "; ".join(
+        ["base and head agree on this runner", *dict.fromkeys([*spread.values(), *explained.values()])]
+    )
     return Decision(screen.benchmark, Outcome.PASS, reason, ab, n, offset_pct)
 
 
