@@ -95,6 +95,7 @@ def test_the_factors_are_each_process_against_the_base_pooled() -> None:
     first = slow.time.round_samples()[0]  # the head's first process, at twice the speed, divided by it
     assert statistics.median(first) == pytest.approx(HOST_US["model.22"], rel=0.05)
     assert h.wall == combine(head).wall and h.layers == combine(head).layers  # latency, GPU: as measured
+    assert h.host_layer("input") == combine(head).host_layer("input")  # a host-coupled stage: as measured
     graph = replace(combine(head), host_layers=())  # no host times (a CUDA-graph replay): as it is
     assert hostspeed.per_process(combine(base), graph)[1] == graph
 

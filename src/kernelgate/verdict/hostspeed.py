@@ -98,9 +98,12 @@ def per_process(
     """Both sides of a same-host A/B (each its processes combined, one round a process: the judge's,
     ``kernelgate ab``'s) with each process's host speed taken out of its layers' host times (not the
     latency): the median over its layers of its host time against the base side pooled, as
-    :func:`factor` does across hosts; each round's host times divided by it. Returns both sides so, and
-    the factors (base, head, one a process). A side without a factor (a CUDA-graph replay: no host
-    times; too few layers) is left as it is."""
+    :func:`factor` does across hosts; each round's host times divided by it. The host-coupled stages
+    (the ``input`` copy, CPU pre/post-processing) stay as measured: their time is not all the
+    process's own work (a copy waits for the device) and the runner's two speeds judge them
+    (:mod:`kernelgate.verdict.bimodal`). Returns both sides so, and the factors (base, head, one a
+    process). A side without a factor (a CUDA-graph replay: no host times; too few layers) is left as
+    it is."""
     reference = {lay.name: lay.time.median for lay in base.host_layers}
 
     def side(m: Measurement) -> tuple[Measurement, tuple[float, ...]]:
@@ -116,7 +119,10 @@ def per_process(
         for r in range(processes.pop()):
             ratios = [each[r] / reference[name] for name, each in voters if each[r] > 0]
             factors.append(statistics.median(ratios) if len(ratios) >= MIN_LAYERS else 1.0)
-        host = tuple(LayerStat(lay.name, lay.type, _per_round(lay.time, factors)) for lay in m.host_layers)
+        host = tuple(
+            lay if lay.name in HOST_COUPLED else LayerStat(lay.name, lay.type, _per_round(lay.time, factors))
+            for lay in m.host_layers
+        )
         return replace(m, host_layers=host), tuple(factors)
 
     b, fb = side(base)
