@@ -16,7 +16,7 @@ The same holds between the processes of one runner (:func:`per_process`): on H10
 (2026-11-26) the factor of a process against the base side's pooled host times ran 0.62 … 2.03, both
 sides alike, and an A/A run failed yolov8n fp32 on the host time of 10 layers (+57 … +71 %) because
 four of the head's six processes ran slow and one of the base's. Each process's factor taken out,
-the worst layer of every A/A configuration measured that day and the day before moved +3 … +22 %
+the worst layer of every A/A configuration measured that day and the day before moved +3 … +16 %
 (raw: up to +77 %). The latency is left as measured: a change that slows every layer alike shows
 there, judged with the runner's two speeds in view (:mod:`kernelgate.verdict.bimodal`).
 """
