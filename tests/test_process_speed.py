@@ -11,6 +11,7 @@ from __future__ import annotations
 import random
 import statistics
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 from factories import measurement
@@ -149,3 +150,32 @@ def test_a_host_side_regression_the_runners_two_speeds_explain_passes_in_the_rep
     shown = merged(screen, decision)
     assert not shown.failed
     assert "host model.22: the processes of both sides ran at different speeds" in decision.reason
+
+
+def test_the_judges_records_decide_again_offline_as_they_decided(tmp_path: Path) -> None:
+    from kernelgate.plugin import evidence
+    from kernelgate.plugin.samehost import KERNEL, Suspect
+
+    config = GateConfig()
+    base = [process(s, w, seed=i) for i, (s, w) in enumerate(zip(BASE_SPEED, BASE_WALL, strict=True))]
+    head = [
+        process(s, w, 10 + i, {"model.9": 1.8})
+        for i, (s, w) in enumerate(zip(HEAD_SPEED, HEAD_WALL, strict=True))
+    ]
+    stored = process(1.0, 5000.0, seed=99)
+    suspect = Suspect(
+        "benchmarks/test_yolo.py::test_yolo[x]", KERNEL, compare(stored, head[0], config), stored.to_json()
+    )
+    first = decide(suspect.screen, stored, base, head, config, final=True)
+    evidence.keep(
+        tmp_path, [(suspect.to_json(), True, [m.to_json() for m in base], [m.to_json() for m in head])]
+    )
+    assert (tmp_path / evidence.FILE).is_file()  # the medians, for a person
+    (kept,) = evidence.read_records(tmp_path / evidence.RECORDS)
+    again = Suspect.from_json(kept["suspect"])
+    b = [Measurement.from_json(r) for r in kept["base"]]
+    h = [Measurement.from_json(r) for r in kept["head"]]
+    replayed = decide(again.screen, Measurement.from_json(again.baseline), b, h, config, final=True)
+    assert first is not None and replayed is not None
+    assert (replayed.outcome, replayed.reason) == (first.outcome, first.reason)
+    assert replayed.outcome is Outcome.REGRESSION

@@ -3,11 +3,18 @@ medians (the latency of a step, the GPU total, the host time of each layer), rou
 ``<out>/samehost.json``; for a cold start, each run's phases (ms) in each round's process. The judge
 writes it after every round, so a run cut short keeps what it measured. Rounds alternate the order
 of the sides (base first in rounds 1, 3, ...; head first in 2, 4, ...): ``first`` says which process
-of a round measured first."""
+of a round measured first.
+
+Beside it, ``<out>/samehost-records.json.xz``: every record those verdicts came from (each suspect
+with its screen and stored baseline, each process's whole record, base and head), so that a reader,
+or a change to the judge's rules, can decide them again offline, exactly (:func:`read_records`, then
+:func:`kernelgate.verdict.samehost.decide`). On 2026-11-26 a false failure could only be replayed
+from the medians of samehost.json."""
 
 from __future__ import annotations
 
 import json
+import lzma
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -17,6 +24,7 @@ from kernelgate.measure.results import Measurement
 from kernelgate.verdict.ab import order
 
 FILE = "samehost.json"
+RECORDS = "samehost-records.json.xz"
 SCHEMA = 1
 
 
@@ -62,3 +70,38 @@ def write(out: Path, rows: Sequence[Mapping[str, Any]]) -> Path:
 def _process(m: Measurement) -> dict[str, Any]:
     return {"reliable": m.reliable, "wall_us": round(m.wall.median, 1), "total_us": round(m.total.median, 1),
             "host_us": {lay.name: round(lay.time.median, 1) for lay in m.host_layers}}  # fmt: skip
+
+
+Kept = tuple[Mapping[str, Any], bool, Sequence[Mapping[str, Any]], Sequence[Mapping[str, Any]]]
+
+
+def keep(out: Path, suspects: Sequence[Kept]) -> None:
+    """Both files, after each round of the judge; per suspect: its JSON
+    (:meth:`kernelgate.plugin.samehost.Suspect.to_json`), whether it is a kernel benchmark (else a
+    cold start), and its records of the base and of the head, round by round."""
+    rows = [
+        (row if kernel else coldstart_row)(suspect["nodeid"], suspect["screen"]["benchmark"],
+                                           {"base": base, "head": head})
+        for suspect, kernel, base, head in suspects
+    ]  # fmt: skip
+    write(out, rows)
+    write_records(out, [{"suspect": s, "base": list(b), "head": list(h)} for s, _, b, h in suspects])
+
+
+def write_records(out: Path, suspects: Sequence[Mapping[str, Any]]) -> Path:
+    """``suspects``: per suspect its JSON (:meth:`kernelgate.plugin.samehost.Suspect.to_json`) as
+    ``suspect`` and its records, round by round, as ``base`` and ``head``; xz-compressed (lzma preset
+    1: the records of a round of yolov8n's configurations are a few MB of JSON)."""
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / RECORDS
+    text = json.dumps({"schema": SCHEMA, "suspects": list(suspects)}, separators=(",", ":"))
+    path.write_bytes(lzma.compress(text.encode("utf-8"), preset=1))
+    return path
+
+
+def read_records(path: Path) -> list[dict[str, Any]]:
+    """What :func:`write_records` wrote: per suspect ``suspect``, ``base`` and ``head``."""
+    data = json.loads(lzma.decompress(path.read_bytes()).decode("utf-8"))
+    if data.get("schema") != SCHEMA:
+        raise ValueError(f"{path}: schema {data.get('schema')!r}, this kernelgate reads {SCHEMA}")
+    return list(data["suspects"])

@@ -250,12 +250,11 @@ class Judge:
                     why[s.nodeid] = found  # what keeps it open
             pending = [s for s in pending if s.nodeid not in decided]
             # after each round: a run cut short keeps what it measured
-            evidence.write(self.state.options.out_dir, [
-                (evidence.row if s.kind == KERNEL else evidence.coldstart_row)(
-                    s.nodeid, s.screen.benchmark,
-                    {"base": base.records.get(s.nodeid, []), "head": head.records.get(s.nodeid, [])})
-                for s in suspects
-            ])  # fmt: skip
+            records = [(base.records.get(s.nodeid, []), head.records.get(s.nodeid, [])) for s in suspects]
+            evidence.keep(
+                self.state.options.out_dir,
+                [(s.to_json(), s.kind == KERNEL, *r) for s, r in zip(suspects, records, strict=True)],
+            )
             still = ", ".join(s.screen.benchmark + (f" ({why[s.nodeid]})" if why.get(s.nodeid) else "")
                               for s in pending)  # fmt: skip
             self.log(f"kernelgate: same-host round {r + 1}: {time.monotonic() - start:.1f} s, "
