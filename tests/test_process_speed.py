@@ -20,7 +20,8 @@ from kernelgate.config import GateConfig
 from kernelgate.measure.results import Dist, LayerStat, Measurement, combine
 from kernelgate.verdict import hostspeed
 from kernelgate.verdict.compare import compare
-from kernelgate.verdict.samehost import Outcome, decide, merged
+from kernelgate.verdict.confirmed import merged
+from kernelgate.verdict.samehost import Outcome, decide
 
 HOST_US = {"input": 31.9, "model.0": 95.2, "model.1": 95.1, "model.2": 318.1, "model.3": 76.2,
            "model.4": 461.1, "model.5": 74.7, "model.6": 449.4, "model.7": 72.2, "model.8": 302.4,

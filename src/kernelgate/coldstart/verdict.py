@@ -113,7 +113,6 @@ def compare_rounds(
     :class:`Dist` (its ``rounds``), so that a judge can test the round medians
     (:func:`kernelgate.verdict.delta.process_rule`)."""
     last = current[-1]
-    pooled = _pooled
 
     def delta(name: str, b: Dist | None, c: Dist | None) -> Delta:
         threshold = config.threshold(last.arch, last.id, Scope.PHASE, name)
@@ -133,9 +132,9 @@ def compare_rounds(
             verdict=verdict,
         )
 
-    deltas = [delta(TOTAL, pooled(base, None), pooled(current, None))]
+    deltas = [delta(TOTAL, _pooled(base, None), _pooled(current, None))]
     for name in PHASES:
-        b, c = pooled(base, name), pooled(current, name)
+        b, c = _pooled(base, name), _pooled(current, name)
         if b is not None or c is not None:
             deltas.append(delta(name, b, c))
     return Comparison(last.id, last.arch, tuple(deltas), frozenset({Verdict.REGRESSED}))

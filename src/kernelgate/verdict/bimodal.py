@@ -31,10 +31,14 @@ a change.
 from __future__ import annotations
 
 import statistics
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
 
 from kernelgate.config import Scope
-from kernelgate.verdict.delta import MIN_PROCESSES, Delta
+from kernelgate.verdict.delta import MIN_PROCESSES, Comparison, Delta, Verdict
+
+#: per figure (scope, name): the median of each process, base and head, in the order of the rounds
+Processes = Mapping[tuple[Scope, str], tuple[tuple[float, ...], tuple[float, ...]]]
 
 HOST_SIDE = (Scope.WALL, Scope.HOST, Scope.PHASE)
 DEVICE_SIDE = (Scope.TOTAL, Scope.LAYER)
@@ -86,3 +90,23 @@ def _base_shows_the_speeds(d: Delta, base: Sequence[float], typical: float) -> b
         return False
     two_speeds = slow_b - fast_b >= FASTEST_AGREE * d.threshold.limit_us(fast_b)
     return two_speeds and typical - slow_b <= d.threshold.limit_us(slow_b)
+
+
+def explain(d: Delta, processes: Processes | None) -> str | None:
+    """:func:`explained`, the process medians of ``d`` looked up in ``processes``."""
+    return explained(d, *(processes or {}).get((d.scope, d.name), ((), ())))
+
+
+def host_regressions(ab: Comparison, processes: Processes | None) -> tuple[Comparison, list[str]]:
+    """``ab`` with each host-side figure it calls REGRESSED that the runner's two speeds explain made
+    UNCHANGED, the explanation its note (what the reports and the exit status read); and those
+    explanations."""
+    found = {
+        d: why
+        for d in ab.deltas
+        if d.verdict is Verdict.REGRESSED and d.scope in HOST_SIDE and (why := explain(d, processes))
+    }
+    if not found:
+        return ab, []
+    deltas = [replace(d, verdict=Verdict.UNCHANGED, note=found[d]) if d in found else d for d in ab.deltas]
+    return replace(ab, deltas=tuple(deltas)), list(found.values())

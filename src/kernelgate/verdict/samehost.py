@@ -130,29 +130,22 @@ def inside_the_noise(n: int) -> str:
     return f"after {n} process(es) per side, over threshold but inside the noise of this runner"
 
 
-def final_doubts(
-    ab: Comparison,
-    n: int,
-    processes: Mapping[tuple[Scope, str], tuple[tuple[float, ...], tuple[float, ...]]] | None = None,
-) -> Comparison:
+def final_doubts(ab: Comparison, n: int, processes: bimodal.Processes | None = None) -> Comparison:
     """An A/B of ``n`` processes a side that measures no more (``kernelgate ab``), as :func:`decide`
     judges its last round: its :func:`doubts` are INCONCLUSIVE, never a pass, except where the
     runner's two speeds explain them, or a host-side regression (``processes``: each figure's process
     medians, base and head; :func:`bimodal.explained`): those are unchanged, and say why."""
-    why = inside_the_noise(n)
+    ab, _ = bimodal.host_regressions(ab, processes)
+    doubtful, why = doubts(ab), inside_the_noise(n)
 
     def judged_again(d: Delta) -> Delta:
-        host_failure = d.verdict is Verdict.REGRESSED and d.scope in bimodal.HOST_SIDE
-        if d not in doubtful and not host_failure:
+        if d not in doubtful:
             return d
-        runner = bimodal.explained(d, *(processes or {}).get((d.scope, d.name), ((), ())))
+        runner = bimodal.explain(d, processes)
         if runner:
             return replace(d, verdict=Verdict.UNCHANGED, note=runner)
-        if d in doubtful:
-            return replace(d, verdict=Verdict.INCONCLUSIVE, note=f"{why}; {d.note}" if d.note else why)
-        return d
+        return replace(d, verdict=Verdict.INCONCLUSIVE, note=f"{why}; {d.note}" if d.note else why)
 
-    doubtful = doubts(ab)
     return replace(ab, deltas=tuple(judged_again(d) for d in ab.deltas))
 
 
@@ -233,7 +226,7 @@ def settle(
     offset_pct: float | None = None,
     check_offset: bool = True,
     noise: Mapping[tuple[Scope, str], float] | None = None,
-    processes: Mapping[tuple[Scope, str], tuple[tuple[float, ...], tuple[float, ...]]] | None = None,
+    processes: bimodal.Processes | None = None,
     speeds: tuple[tuple[float, ...], tuple[float, ...]] = ((), ()),
 ) -> Decision | None:
     """The decision from an A/B comparison of ``n`` processes per side (None: not settled yet and
@@ -242,23 +235,9 @@ def settle(
     ``speeds``: each process's host speed, taken out of its layers' host times
     (:func:`hostspeed.per_process`), named where a host time decides."""
 
-    def why(d: Delta) -> str | None:
-        return bimodal.explained(d, *(processes or {}).get((d.scope, d.name), ((), ())))
-
     # a host-side figure that the runner's two speeds explain is no regression (kernelgate.verdict.
     # bimodal): unchanged in the A/B that the reports show, with why
-    spread = {
-        d: w
-        for d in ab.failures
-        if d in judged(ab)
-        and d.verdict is Verdict.REGRESSED
-        and d.scope in bimodal.HOST_SIDE
-        and (w := why(d))
-    }
-    if spread:
-        ab = replace(ab, deltas=tuple(
-            replace(d, verdict=Verdict.UNCHANGED, note=spread[d]) if d in spread else d for d in ab.deltas
-        ))  # fmt: skip
+    ab, spread = bimodal.host_regressions(ab, processes)
     deltas = judged(ab)
     # the origin of a regression first (kernelgate.verdict.origin), then the rest in forward order
     regressed = [d for d in ab.failures if d in deltas and d.verdict is Verdict.REGRESSED]
@@ -267,7 +246,7 @@ def settle(
     # explained by the runner's two speeds, which more rounds of the same runner would only show
     # again. The doubts are among the open figures.
     open_ = grey(ab, noise)
-    explained = {d: w for d in open_ if (w := why(d))}
+    explained = {d: w for d in open_ if (w := bimodal.explain(d, processes))}
     if not final and not regressed and len(explained) < len(open_):
         return None
     if regressed:
@@ -284,9 +263,7 @@ def settle(
     doubt = offset_doubt(screen, offset_pct) if check_offset else None
     if doubt:
         return Decision(screen.benchmark, Outcome.INCONCLUSIVE, doubt, ab, n, offset_pct)
-    reason = "; ".join(
-        ["base and head agree on this runner", *dict.fromkeys([*spread.values(), *explained.values()])]
-    )
+    reason = "; ".join(["base and head agree on this runner", *dict.fromkeys([*spread, *explained.values()])])
     return Decision(screen.benchmark, Outcome.PASS, reason, ab, n, offset_pct)
 
 
@@ -350,84 +327,3 @@ def names(deltas: Sequence[Delta], roles: bool = True) -> str:
 def unsettled(benchmark: str, reason: str) -> Decision:
     """A suspect the judge could not measure (base not buildable, a child crashed, ...)."""
     return Decision(benchmark, Outcome.INCONCLUSIVE, reason)
-
-
-def merged(screen: Comparison, decision: Decision) -> Comparison:
-    """The screen's comparison with the judge's verdicts: each screen failure becomes REGRESSED
-    (confirmed on this runner), UNCHANGED (a host offset) or INCONCLUSIVE, with the A/B beside it."""
-    ab = {(d.scope, d.name): d for d in decision.ab.deltas} if decision.ab else {}
-    deltas = []
-    for d in screen.deltas:
-        pair = ab.get((d.scope, d.name))
-        if pair is not None:
-            d = replace(d, confirm_us=pair.current_us, confirm_base_us=pair.baseline_us)
-        if d.verdict in screen.fail_on:
-            if pair is not None and pair.verdict in screen.fail_on:
-                d = replace(d, note=_ab_note(pair, decision))
-            elif decision.outcome is Outcome.INCONCLUSIVE:
-                d = replace(d, verdict=Verdict.INCONCLUSIVE, note=decision.reason)
-            else:
-                d = replace(d, verdict=Verdict.UNCHANGED, note=_offset_note(pair, decision))
-        elif pair is not None and pair.verdict is Verdict.REGRESSED and d.scope is not Scope.KERNEL:
-            # within its threshold (or faster) against the stored baseline, slower from base to head on
-            # this runner: the row shows the A/B that decided it, the stored baseline in the note
-            stored = f"; against the stored baseline {_moved(d)}"
-            d = replace(pair, confirm_us=pair.current_us, confirm_base_us=pair.baseline_us,
-                        note=_ab_note(pair, decision) + stored)  # fmt: skip
-        deltas.append(d)
-    # what only the A/B measured (a baseline recorded before the host side was) and found regressed
-    shown = {(d.scope, d.name) for d in screen.deltas}
-    deltas += [
-        replace(d, confirm_us=d.current_us, confirm_base_us=d.baseline_us, note=_ab_note(d, decision))
-        for key, d in ab.items()
-        if key not in shown and d.scope is not Scope.KERNEL and d.verdict is Verdict.REGRESSED
-    ]
-    if decision.outcome is Outcome.INCONCLUSIVE and all(
-        d.verdict is not Verdict.INCONCLUSIVE for d in deltas
-    ):
-        deltas = _doubt_on_total(deltas, decision.reason)
-    notes = (*screen.notes, f"same-host A/B ({decision.rounds} round(s) per side): {decision.outcome.value}: "
-             f"{decision.reason}")  # fmt: skip
-    origins = decision.ab.origins if decision.ab else ()
-    return replace(screen, deltas=tuple(deltas), notes=notes, origins=origins)
-
-
-def _doubt_on_total(deltas: list[Delta], reason: str) -> list[Delta]:
-    """A suspect that no screen figure failed (a structural change, a baseline without a host side)
-    and that the judge could not settle: the doubt goes on its total (else its first figure), so the
-    benchmark is inconclusive, never a pass."""
-    at = next((i for i, d in enumerate(deltas) if d.scope is Scope.TOTAL), 0)
-    return [
-        replace(d, verdict=Verdict.INCONCLUSIVE, note=reason) if i == at else d for i, d in enumerate(deltas)
-    ]
-
-
-def _ab_note(pair: Delta, decision: Decision) -> str:
-    pct = "" if pair.delta_pct is None else f" ({pair.delta_pct:+.1f} %)"
-    role = f"; {pair.note}" if pair.note else ""
-    each = decision.processes.get((pair.scope, pair.name))
-    shown = ""
-    if each is not None:
-        shown = f" (each process, round by round: base {_list(each[0])} | head {_list(each[1])} µs)"
-    return (
-        f"confirmed on this runner: base {pair.baseline_us or 0:.1f} µs -> head {pair.current_us or 0:.1f} µs"
-        f"{pct}, {decision.rounds} process(es) per side{shown}{role}"
-    )
-
-
-def _moved(d: Delta) -> str:
-    pct = "" if d.delta_pct is None else f" ({d.delta_pct:+.1f} %)"
-    return f"{d.baseline_us or 0:.1f} µs -> {d.current_us or 0:.1f} µs{pct}"
-
-
-def _list(values: Sequence[float]) -> str:
-    return " ".join(f"{v:.1f}" for v in values)
-
-
-def _offset_note(pair: Delta | None, decision: Decision) -> str:
-    offset = ""
-    if decision.offset_pct is not None:
-        offset = f"; this runner vs the baseline's host: {decision.offset_pct:+.1f} %"
-    if pair is None or pair.delta_pct is None:
-        return f"not from this change: base and head agree on this runner{offset}"
-    return f"not from this change: base -> head {pair.delta_pct:+.1f} % on this runner{offset}"

@@ -1,0 +1,92 @@
+"""What the reports read of a same-host decision: the screen's comparison (against the stored
+baseline) with the judge's verdicts put in, each judged figure beside its A/B on this runner."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+
+from kernelgate.config import Scope
+from kernelgate.verdict.compare import Comparison, Delta, Verdict
+from kernelgate.verdict.samehost import Decision, Outcome
+
+
+def merged(screen: Comparison, decision: Decision) -> Comparison:
+    """The screen's comparison with the judge's verdicts: each screen failure becomes REGRESSED
+    (confirmed on this runner), UNCHANGED (a host offset) or INCONCLUSIVE, with the A/B beside it."""
+    ab = {(d.scope, d.name): d for d in decision.ab.deltas} if decision.ab else {}
+    deltas = []
+    for d in screen.deltas:
+        pair = ab.get((d.scope, d.name))
+        if pair is not None:
+            d = replace(d, confirm_us=pair.current_us, confirm_base_us=pair.baseline_us)
+        if d.verdict in screen.fail_on:
+            if pair is not None and pair.verdict in screen.fail_on:
+                d = replace(d, note=_ab_note(pair, decision))
+            elif decision.outcome is Outcome.INCONCLUSIVE:
+                d = replace(d, verdict=Verdict.INCONCLUSIVE, note=decision.reason)
+            else:
+                d = replace(d, verdict=Verdict.UNCHANGED, note=_offset_note(pair, decision))
+        elif pair is not None and pair.verdict is Verdict.REGRESSED and d.scope is not Scope.KERNEL:
+            # within its threshold (or faster) against the stored baseline, slower from base to head on
+            # this runner: the row shows the A/B that decided it, the stored baseline in the note
+            stored = f"; against the stored baseline {_moved(d)}"
+            d = replace(pair, confirm_us=pair.current_us, confirm_base_us=pair.baseline_us,
+                        note=_ab_note(pair, decision) + stored)  # fmt: skip
+        deltas.append(d)
+    # what only the A/B measured (a baseline recorded before the host side was) and found regressed
+    shown = {(d.scope, d.name) for d in screen.deltas}
+    deltas += [
+        replace(d, confirm_us=d.current_us, confirm_base_us=d.baseline_us, note=_ab_note(d, decision))
+        for key, d in ab.items()
+        if key not in shown and d.scope is not Scope.KERNEL and d.verdict is Verdict.REGRESSED
+    ]
+    if decision.outcome is Outcome.INCONCLUSIVE and all(
+        d.verdict is not Verdict.INCONCLUSIVE for d in deltas
+    ):
+        deltas = _doubt_on_total(deltas, decision.reason)
+    notes = (*screen.notes, f"same-host A/B ({decision.rounds} round(s) per side): {decision.outcome.value}: "
+             f"{decision.reason}")  # fmt: skip
+    origins = decision.ab.origins if decision.ab else ()
+    return replace(screen, deltas=tuple(deltas), notes=notes, origins=origins)
+
+
+def _doubt_on_total(deltas: list[Delta], reason: str) -> list[Delta]:
+    """A suspect that no screen figure failed (a structural change, a baseline without a host side)
+    and that the judge could not settle: the doubt goes on its total (else its first figure), so the
+    benchmark is inconclusive, never a pass."""
+    at = next((i for i, d in enumerate(deltas) if d.scope is Scope.TOTAL), 0)
+    return [
+        replace(d, verdict=Verdict.INCONCLUSIVE, note=reason) if i == at else d for i, d in enumerate(deltas)
+    ]
+
+
+def _ab_note(pair: Delta, decision: Decision) -> str:
+    pct = "" if pair.delta_pct is None else f" ({pair.delta_pct:+.1f} %)"
+    role = f"; {pair.note}" if pair.note else ""
+    each = decision.processes.get((pair.scope, pair.name))
+    shown = ""
+    if each is not None:
+        shown = f" (each process, round by round: base {_list(each[0])} | head {_list(each[1])} µs)"
+    return (
+        f"confirmed on this runner: base {pair.baseline_us or 0:.1f} µs -> head {pair.current_us or 0:.1f} µs"
+        f"{pct}, {decision.rounds} process(es) per side{shown}{role}"
+    )
+
+
+def _moved(d: Delta) -> str:
+    pct = "" if d.delta_pct is None else f" ({d.delta_pct:+.1f} %)"
+    return f"{d.baseline_us or 0:.1f} µs -> {d.current_us or 0:.1f} µs{pct}"
+
+
+def _list(values: Sequence[float]) -> str:
+    return " ".join(f"{v:.1f}" for v in values)
+
+
+def _offset_note(pair: Delta | None, decision: Decision) -> str:
+    offset = ""
+    if decision.offset_pct is not None:
+        offset = f"; this runner vs the baseline's host: {decision.offset_pct:+.1f} %"
+    if pair is None or pair.delta_pct is None:
+        return f"not from this change: base and head agree on this runner{offset}"
+    return f"not from this change: base -> head {pair.delta_pct:+.1f} % on this runner{offset}"
