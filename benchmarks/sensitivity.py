@@ -30,7 +30,7 @@ from typing import Any
 
 from kernelgate.config import GateConfig, Scope
 from kernelgate.measure.results import Measurement, combine
-from kernelgate.verdict import hostspeed, samehost, structure
+from kernelgate.verdict import hostspeed, reported, samehost, structure
 from kernelgate.verdict.compare import Comparison, compare, confirmed
 
 CONFIGS = [("yolov8n", "fp16"), ("yolov8n", "fp32"), ("yolo11n", "fp16"), ("yolo11n", "fp32")]
@@ -287,7 +287,7 @@ def judged(
     if not suspect:
         return False, None
     decision = samehost.decide(screen, foreign, clean, head, config, final=True)
-    return True, samehost.merged(screen, decision) if decision else None
+    return True, reported.merged(screen, decision) if decision else None
 
 
 def _host(m: Measurement) -> str:

@@ -14,7 +14,7 @@ from kernelgate.config import GateConfig, Scope, Threshold
 from kernelgate.measure.results import Measurement
 from kernelgate.verdict import bimodal
 from kernelgate.verdict.compare import Delta, Verdict, compare
-from kernelgate.verdict.confirmed import merged
+from kernelgate.verdict.reported import merged
 from kernelgate.verdict.samehost import Outcome, decide
 
 AA_BASE = [4756.8, 5458.5, 5940.1, 7522.8, 5015.7, 7470.6]  # yolov8n fp32's step, µs

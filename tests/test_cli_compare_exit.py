@@ -95,14 +95,14 @@ def judged(tmp_path: Path, outcome: str, against: Path = BASE) -> Path:
     base_entry = next(iter(baseline.load(against).values()))
     entry = next(iter(baseline.load(SLOWED).values()))
     from kernelgate.config import GateConfig
-    from kernelgate.verdict import confirmed, samehost
+    from kernelgate.verdict import reported, samehost
     from kernelgate.verdict.compare import compare as compare_records
 
     screen = compare_records(base_entry.measurement, entry.measurement, GateConfig())
     decision = samehost.Decision(
         entry.measurement.benchmark, samehost.Outcome(outcome), "base and head agree on this runner"
     )
-    merged = confirmed.merged(screen, decision)
+    merged = reported.merged(screen, decision)
     record = offline.Judged(
         merged.benchmark,
         offline.digest(base_entry.measurement.to_json()),

@@ -13,9 +13,9 @@ from factories import process_step
 from kernelgate.config import GateConfig, Scope, Threshold
 from kernelgate.measure.results import Dist
 from kernelgate.verdict.compare import Verdict, compare
-from kernelgate.verdict.confirmed import merged
 from kernelgate.verdict.delta import noise_aware_rule, process_p, process_rule
 from kernelgate.verdict.policy import Status
+from kernelgate.verdict.reported import merged
 from kernelgate.verdict.samehost import Outcome, decide, still_open
 
 WALL = Threshold(0.10, 50.0)  # the latency's default threshold

@@ -20,7 +20,7 @@ from kernelgate.config import GateConfig
 from kernelgate.measure.results import Dist, LayerStat, Measurement, combine
 from kernelgate.verdict import hostspeed
 from kernelgate.verdict.compare import compare
-from kernelgate.verdict.confirmed import merged
+from kernelgate.verdict.reported import merged
 from kernelgate.verdict.samehost import Outcome, decide
 
 HOST_US = {"input": 31.9, "model.0": 95.2, "model.1": 95.1, "model.2": 318.1, "model.3": 76.2,

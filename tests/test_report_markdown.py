@@ -183,7 +183,7 @@ def test_a_cpu_run_reads_cpu_ops_and_overhead_bound() -> None:
 
 
 def test_an_inconclusive_benchmark_is_said_in_the_headline_never_as_a_pass() -> None:
-    from kernelgate.verdict.confirmed import merged
+    from kernelgate.verdict.reported import merged
     from kernelgate.verdict.samehost import unsettled
 
     base = measurement({"model.0": 100.0, "model.1": 50.0}, benchmark="doubt")

@@ -12,8 +12,8 @@ from factories import measurement
 from kernelgate.config import GateConfig, Policy, Scope
 from kernelgate.measure.results import Measurement
 from kernelgate.verdict.compare import Verdict, compare, fail_set
-from kernelgate.verdict.confirmed import merged
 from kernelgate.verdict.policy import Case, Status
+from kernelgate.verdict.reported import merged
 from kernelgate.verdict.samehost import (
     SHOWN_OPEN,
     Outcome,

@@ -34,7 +34,7 @@ from kernelgate.config import Threshold, node_target
 from kernelgate.machine import sideenv
 from kernelgate.measure.results import Dist, Measurement
 from kernelgate.plugin import evidence, invocation, standby
-from kernelgate.verdict import ab, confirmed, samehost
+from kernelgate.verdict import ab, reported, samehost
 from kernelgate.verdict.compare import Comparison, Judgement
 from kernelgate.verdict.delta import process_rule
 
@@ -369,7 +369,7 @@ def judge_session(config: pytest.Config, state: State) -> None:
         judge.close()
     for suspect in state.suspects:
         decision = decisions[suspect.nodeid]
-        merged = confirmed.merged(suspect.screen, decision)
+        merged = reported.merged(suspect.screen, decision)
         judged = Judged(
             merged.benchmark, digest(suspect.baseline), decision.outcome.value, decision.reason, merged
         )
