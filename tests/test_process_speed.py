@@ -18,8 +18,9 @@ from factories import measurement
 
 from kernelgate.config import GateConfig
 from kernelgate.measure.results import Dist, LayerStat, Measurement, combine
+from kernelgate.report.markdown import benchmark_section as markdown_section
 from kernelgate.verdict import hostspeed
-from kernelgate.verdict.compare import compare
+from kernelgate.verdict.compare import Verdict, compare
 from kernelgate.verdict.reported import merged
 from kernelgate.verdict.samehost import Outcome, decide
 
@@ -180,3 +181,47 @@ def test_the_judges_records_decide_again_offline_as_they_decided(tmp_path: Path)
     assert first is not None and replayed is not None
     assert (replayed.outcome, replayed.reason) == (first.outcome, first.reason)
     assert replayed.outcome is Outcome.REGRESSION
+
+
+# The A/A run on H100 host f041c02a (2026-11-26, tree 64ec678) that left yolov8n fp32's latency
+# inconclusive after 6 processes a side: each process's latency (µs) and host speed factor, as its
+# samehost-records.json.xz kept them
+AA3_BASE_WALL = [8879.0, 5329.0, 9248.0, 6888.0, 4934.0, 6478.0]
+AA3_HEAD_WALL = [9027.0, 8998.0, 6638.0, 7734.0, 9716.0, 8533.0]
+AA3_BASE_SPEED = [1.19, 0.65, 1.41, 1.0, 0.72, 1.0]
+AA3_HEAD_SPEED = [1.73, 1.36, 1.61, 1.27, 1.4, 1.17]
+
+
+def test_a_latency_doubt_says_each_processs_speed_and_the_reports_say_inconclusive() -> None:
+    """The latency is judged as measured (a change that slows every layer's host side alike moves the
+    factors too), so this runner's spread leaves it a doubt; the doubt names the factors and the
+    latency at each process's speed, and the PR comment's headline, its row and the terminal call it
+    not settled: not "no regression", not a 🔴 regression, not "re-record"."""
+    from kernelgate.report.markdown import headline
+    from kernelgate.report.terminal import failure_message
+    from kernelgate.verdict.diff import build
+
+    config = GateConfig()
+    base = [process(s, w, seed=i) for i, (s, w) in enumerate(zip(AA3_BASE_SPEED, AA3_BASE_WALL, strict=True))]
+    head = [
+        process(s, w, seed=10 + i) for i, (s, w) in enumerate(zip(AA3_HEAD_SPEED, AA3_HEAD_WALL, strict=True))
+    ]
+    stored = process(1.0, 5000.0, seed=99)
+    screen = compare(stored, head[0], config)
+    decision = decide(screen, stored, base, head, config, final=True)
+    assert decision is not None and decision.outcome is Outcome.INCONCLUSIVE, decision
+    assert "wall +" in decision.reason, decision.reason
+    assert "base 0.65 … 1.41, head 1.17 … 1.73" in decision.reason, decision.reason
+    at_speed = float(decision.reason.split("the latency at each process's speed ")[1].split(" %")[0])
+    assert -12.0 < at_speed < -4.0, decision.reason  # wall / factor: 6870 (base) against 6353 µs (head)
+    shown = merged(screen, decision)
+    assert shown.failed and all(d.verdict is Verdict.INCONCLUSIVE for d in shown.failures), shown.failures
+    diff = build(shown, stored, combine(head))
+    line = headline([diff])
+    assert line.startswith("❌") and "1 inconclusive" in line, line
+    section = "\n".join(markdown_section(diff))
+    assert "| ❔ | latency (wall time of a step)" in section and "🔴" not in section, section
+    message = failure_message(shown, {}, "baselines/x.json", target="benchmarks/test_yolo.py::test_yolo[x]")
+    assert "not settled on this runner" in message and "re-record" not in message, message
+    assert "the host side of" not in message, message  # the layers the A/B settled are unchanged
+    assert "pytest 'benchmarks/test_yolo.py::test_yolo[x]'" in message, message

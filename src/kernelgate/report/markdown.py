@@ -91,7 +91,10 @@ def verdict_line(diffs: Sequence[BenchmarkDiff], name: Callable[[str], str] = st
 
 
 def _inconclusive(d: BenchmarkDiff) -> bool:
-    return any(lay.delta.verdict is Verdict.INCONCLUSIVE for lay in (d.total, *d.layers))
+    """Any figure not settled on this runner: the total, a layer, a layer's host time, the latency (an
+    A/A run on H100 host `f041c02a`, 2026-11-26, left the latency inconclusive and the headline said
+    "no regression")."""
+    return any(x.verdict is Verdict.INCONCLUSIVE for x in d.comparison.deltas)
 
 
 def _only_inconclusive(d: BenchmarkDiff) -> bool:
@@ -101,6 +104,8 @@ def _only_inconclusive(d: BenchmarkDiff) -> bool:
 
 
 def _row(mark: str, what: str, delta: Delta, kernels: str) -> str:
+    """A failing figure's row; one the same-host judge could not settle is marked ❔, not 🔴."""
+    mark = "❔" if delta.verdict in sections.UNSETTLED else mark
     return (
         f"| {mark} | {what} | {us(delta.baseline_us)} | {us(delta.current_us)} | "
         f"**{pct(delta.delta_pct)}**<br>{signed_us(delta.delta_us)} | {labels.threshold(delta)} | "

@@ -126,7 +126,8 @@ def failure_message(
         f"{len(layers)} layer(s), {len([d for d in failures if d.scope is Scope.KERNEL])} kernel(s)"
         f"{f', the host side of {len(host)} layer(s)' if host else ''}"
         f"{', the latency' if any(d.scope is Scope.WALL for d in failures) else ''}"
-        f"{' and the total' if any(d.scope is Scope.TOTAL for d in failures) else ''} over threshold"
+        f"{' and the total' if any(d.scope is Scope.TOTAL for d in failures) else ''} "
+        + ("not settled on this runner" if _only_unsettled(failures) else "over threshold")
     ]
     where = hostside.side(comparison)
     if where is not None:
@@ -167,8 +168,16 @@ def failure_message(
     lines += environment_lines(changes)
     lines += [f"  note: {note}" for note in comparison.notes]
     lines.append(f"  baseline: {baseline_path}")
-    lines.append(f"  if this change is intended, re-record: {record_command(target)}")
+    if _only_unsettled(failures):  # a doubt, not a regression: nothing to re-record
+        lines.append(f"  to settle it, measure again on this runner (or a quieter one): pytest '{target}'")
+    else:
+        lines.append(f"  if this change is intended, re-record: {record_command(target)}")
     return "\n".join(lines)
+
+
+def _only_unsettled(failures: Sequence[Delta]) -> bool:
+    """Every failing figure is a doubt (inconclusive, ambiguous), none a regression."""
+    return bool(failures) and all(d.verdict in (Verdict.INCONCLUSIVE, Verdict.AMBIGUOUS) for d in failures)
 
 
 def _side_reason(comparison: Comparison, where: hostside.Side) -> str:

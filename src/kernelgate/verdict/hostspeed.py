@@ -133,3 +133,26 @@ def per_process(
 def _per_round(dist: Dist, factors: Sequence[float]) -> Dist:
     samples = [v / by for part, by in zip(dist.round_samples(), factors, strict=True) for v in part]
     return Dist(tuple(samples), dist.rounds)
+
+
+def latency_note(walls: tuple[Sequence[float], Sequence[float]],
+                 speeds: tuple[Sequence[float], Sequence[float]]) -> str:  # fmt: skip
+    """Where the latency is a doubt: each process's host speed (:func:`per_process`) and the latency
+    at it, each process's median divided by its factor: for a reader, not a verdict. The latency is
+    judged as measured, since a change that slows every layer's host side alike moves the factors
+    too; where the latency at each process's speed agrees, the runner's speed and such a change
+    cannot be told apart on this runner (an A/A run on H100 host `f041c02a`, 2026-11-26: yolov8n
+    fp32's latency +32.1 % after 6 processes a side, the factors 0.65 … 1.41 on the base and 1.17 …
+    1.73 on the head)."""
+    (wb, wh), (fb, fh) = walls, speeds
+    if not fb or not fh or len(wb) != len(fb) or len(wh) != len(fh):
+        return ""
+    base = statistics.median(w / f for w, f in zip(wb, fb, strict=True))
+    head = statistics.median(w / f for w, f in zip(wh, fh, strict=True))
+    at_speed = 100.0 * (head / base - 1.0)
+    return (
+        f" (each process's host speed, its layers' host times against the base's pooled: base "
+        f"{min(fb):.2f} … {max(fb):.2f}, head {min(fh):.2f} … {max(fh):.2f}; the latency at each "
+        f"process's speed {at_speed:+.1f} %: this runner's speed moved between processes, or the change "
+        "slows every layer's host side alike, which this runner cannot tell apart)"
+    )

@@ -8,7 +8,7 @@ from dataclasses import replace
 
 from kernelgate.config import Scope
 from kernelgate.verdict.compare import Comparison, Delta, Verdict
-from kernelgate.verdict.samehost import Decision, Outcome
+from kernelgate.verdict.samehost import Decision, Outcome, doubts
 
 
 def merged(screen: Comparison, decision: Decision) -> Comparison:
@@ -23,7 +23,9 @@ def merged(screen: Comparison, decision: Decision) -> Comparison:
         if d.verdict in screen.fail_on:
             if pair is not None and pair.verdict in screen.fail_on:
                 d = replace(d, note=_ab_note(pair, decision))
-            elif decision.outcome is Outcome.INCONCLUSIVE:
+            elif decision.outcome is Outcome.INCONCLUSIVE and (
+                pair is None or decision.ab is None or pair in doubts(decision.ab)
+            ):
                 d = replace(d, verdict=Verdict.INCONCLUSIVE, note=decision.reason)
             else:
                 d = replace(d, verdict=Verdict.UNCHANGED, note=_offset_note(pair, decision))

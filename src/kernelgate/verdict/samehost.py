@@ -254,10 +254,13 @@ def settle(
         return Decision(screen.benchmark, Outcome.REGRESSION, reason, ab, n, offset_pct)
     doubtful = doubts(ab)
     if any(d not in explained for d in doubtful):
+        walls = (processes or {}).get((Scope.WALL, "wall"), ((), ()))
+        wall = any(d.scope is Scope.WALL for d in doubtful)
+        latency = hostspeed.latency_note(walls, speeds) if wall else ""
         return Decision(
             screen.benchmark,
             Outcome.INCONCLUSIVE,
-            f"{inside_the_noise(n)}: {names(doubtful)}{_speeds(doubtful, speeds)}",
+            f"{inside_the_noise(n)}: {names(doubtful)}{_speeds(doubtful, speeds) or latency}",
             ab, n, offset_pct,
         )  # fmt: skip
     doubt = offset_doubt(screen, offset_pct) if check_offset else None
