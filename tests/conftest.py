@@ -91,9 +91,15 @@ def _starts_processes(item: pytest.Item) -> bool:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    # the tests that start processes first (in their order), the unit tests after them: under
-    # `-n 2` (.ci/run) no minute-long test starts last while the other worker idles
-    items.sort(key=lambda item: not _starts_processes(item))
+    # the `slow` tests first (the end-to-end ones, up to two minutes each), then the other tests that
+    # start processes, the unit tests last (each group in its order): under `-n 2 --dist loadgroup`
+    # (.ci/run) each worker takes the next test as it finishes one, longest first, so that no
+    # minute-long test starts last while the other worker idles
+    items.sort(key=lambda item: (not _starts_processes(item), item.get_closest_marker("slow") is None))
+    # the tests of the built wheel run in one worker: `built` is per process, and a build takes seconds
+    for item in items:
+        if "built" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.xdist_group("built-wheel"))
     gpu_items = [item for item in items if item.get_closest_marker("gpu")]
     if not gpu_items:
         return

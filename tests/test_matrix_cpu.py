@@ -149,8 +149,11 @@ def test_each_cpu_axis_records_and_compares(pytester: pytest.Pytester) -> None:
     assert params["channels_last"] is True and params["fuse"] is True and params["batch"] == 2
 
     # --kernelgate-only narrows the set at collection: nothing needs measuring to see which remain
-    chosen = run(pytester, "--collect-only", "-q", "--kernelgate-only", "mode=eager", "--kernelgate-only",
-                 "stage=pipeline")  # fmt: skip
+    # (nor a process of its own: collecting builds no model)
+    chosen = pytester.runpytest_inprocess(
+        "-p", "no:cacheprovider", "--kernelgate-device=cpu", "--collect-only", "-q",
+        "--kernelgate-only", "mode=eager", "--kernelgate-only", "stage=pipeline",
+    )  # fmt: skip
     assert chosen.ret == 0
     assert sorted(line for line in chosen.stdout.lines if line.startswith("test_suite.py::")) == [
         "test_suite.py::test_yolo[yolo26n-fp32-bs1-64-pipeline]",

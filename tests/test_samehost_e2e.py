@@ -1,5 +1,5 @@
-"""The same-host judge end to end on the CPU, with a tiny YOLO in a git repository: each step is a
-fresh pytest process, as in CI.
+"""The same-host judge end to end on the CPU, with a tiny YOLO in a git repository: each gate run is a
+fresh pytest process, as in CI (the baseline each test records first is recorded in this process).
 
 - a slowdown committed in the head: the screen suspects it, base and head measured on this machine
   confirm it, the run exits 1 naming the layer;
@@ -70,10 +70,17 @@ def commit(path: Path, message: str) -> None:
     git(path, "commit", "-qm", message)
 
 
+ARGS = ("-p", "no:cacheprovider", "--kernelgate-device=cpu", "--benchmark-min-rounds=3")
+
+
 def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
-    return pytester.runpytest_subprocess(
-        "-p", "no:cacheprovider", "--kernelgate-device=cpu", "--benchmark-min-rounds=3", *args
-    )  # fmt: skip
+    return pytester.runpytest_subprocess(*ARGS, *args)
+
+
+def record(pytester: pytest.Pytester, *args: str) -> None:
+    """The baseline, recorded in this process (what the tests are about runs after it): a process
+    less for each test."""
+    pytester.runpytest_inprocess(*ARGS, "--kernelgate-save", *args).assert_outcomes(passed=1)
 
 
 @pytest.mark.slow
@@ -83,7 +90,7 @@ def test_a_committed_slowdown_is_confirmed_on_this_machine(pytester: pytest.Pyte
     pytester.path.joinpath(".gitignore").write_text(".kernelgate/\n")
     git(pytester.path, "init", "-q", "-b", "main")
     commit(pytester.path, "base")
-    run(pytester, "--kernelgate-save").assert_outcomes(passed=1)
+    record(pytester)
     commit(pytester.path, "baseline")
     git(pytester.path, "checkout", "-q", "-b", "pr")
     pytester.makeconftest(SLOW_UPSAMPLE)  # the change under review: committed in the head only
@@ -122,7 +129,7 @@ def test_a_plugin_on_both_sides_reaches_every_child(
     pytester.path.joinpath(".gitignore").write_text(".kernelgate/\n")
     git(pytester.path, "init", "-q", "-b", "main")
     commit(pytester.path, "base")
-    run(pytester, "--kernelgate-save").assert_outcomes(passed=1)
+    record(pytester)
     commit(pytester.path, "baseline")
     loaded = tmp_path / "loaded.txt"  # every process that loads the plugin, base and head, writes here
     monkeypatch.setenv("KG_LOADED", str(loaded))
@@ -154,7 +161,7 @@ def test_without_git_the_judge_is_inconclusive_and_says_why(pytester: pytest.Pyt
     pytester.makepyfile(test_suite=SUITE)
     # a baseline of 10 profiled forwards, not the CPU's default 5: with 5, one preempted baseline forward
     # left the slowed model.2 (+690 %) ambiguous at p=0.08 in a clean-clone .ci/run, 2026-11-26
-    run(pytester, "--kernelgate-save", "--kernelgate-iterations=10").assert_outcomes(passed=1)
+    record(pytester, "--kernelgate-iterations=10")
 
     result = run(pytester, "--kernelgate-slow-layer=model.2:8")
     assert result.ret == 1
