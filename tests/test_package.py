@@ -10,7 +10,7 @@ import sys
 import zipfile
 from pathlib import Path
 
-from wheels import fresh_venv
+from wheels import fresh_venv, own_env
 
 import kernelgate
 
@@ -51,18 +51,25 @@ def test_the_wheel_in_a_fresh_environment_lists_its_options_and_answers(
     python = fresh_venv(tmp_path / "venv", str(built[0]))
     where = subprocess.run(
         [str(python), "-c", "import kernelgate; print(kernelgate.__file__)"],
-        capture_output=True, text=True, check=True,
+        capture_output=True, text=True, check=True, env=own_env(),
     ).stdout  # fmt: skip
     assert where.startswith(str(tmp_path / "venv")), where  # the wheel, not this checkout
     empty = tmp_path / "project"
     empty.mkdir()
     helped = subprocess.run(
-        [str(python), "-m", "pytest", "--help"], cwd=empty, capture_output=True, text=True, check=True
+        [str(python), "-m", "pytest", "--help"],
+        cwd=empty,
+        capture_output=True,
+        text=True,
+        check=True,
+        env=own_env(),
     )
     for option in ("--kernelgate-save", "--kernelgate-device", "--kernelgate-matrix", "--kernelgate-disable"):
         assert option in helped.stdout, option
     assert "kernelgate: per-layer CUDA kernel regression gate" in helped.stdout
     version = f"kernelgate {kernelgate.__version__}"
     for command in ([str(tmp_path / "venv" / "bin" / "kernelgate")], [str(python), "-m", "kernelgate"]):
-        answered = subprocess.run([*command, "--version"], capture_output=True, text=True, check=True)
+        answered = subprocess.run(
+            [*command, "--version"], capture_output=True, text=True, check=True, env=own_env()
+        )
         assert answered.stdout.strip() == version

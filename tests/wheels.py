@@ -12,6 +12,7 @@ scan for more ``.pth`` files). ``.ci/package`` does the same with nothing borrow
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -49,6 +50,13 @@ def build(out: Path) -> tuple[Path, Path]:
     return wheel, sdist
 
 
+def own_env() -> dict[str, str]:
+    """This environment without ``PYTHONPATH``: pip installing into a fresh venv, and its python, must
+    see what is installed there, not a checkout that PYTHONPATH points to (with it set, pip found
+    kernelgate "already satisfied" there, installed nothing, and the wheel's test failed)."""
+    return {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
+
+
 def fresh_venv(where: Path, *install: str) -> Path:
     """A new virtual environment at ``where`` with ``install`` (pip arguments: the wheel, pinned
     versions, ``-e DIR``) installed in it, borrowing every other package from this environment;
@@ -64,6 +72,6 @@ def fresh_venv(where: Path, *install: str) -> Path:
         subprocess.run(
             [sys.executable, "-m", "pip", "--python", str(python), "install", "--quiet", "--no-deps",
              "--disable-pip-version-check", *install],
-            capture_output=True, text=True, check=True, timeout=600,
+            capture_output=True, text=True, check=True, timeout=600, env=own_env(),
         )  # fmt: skip
     return python
