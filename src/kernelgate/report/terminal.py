@@ -13,6 +13,7 @@ from rich.text import Text
 
 from kernelgate.config import Scope, record_command
 from kernelgate.measure import timesplit
+from kernelgate.report import sections
 from kernelgate.units import device_time, duration
 from kernelgate.units import limit as floor_text
 from kernelgate.verdict import hostside
@@ -177,7 +178,7 @@ def failure_message(
 
 def _only_unsettled(failures: Sequence[Delta]) -> bool:
     """Every failing figure is a doubt (inconclusive, ambiguous), none a regression."""
-    return bool(failures) and all(d.verdict in (Verdict.INCONCLUSIVE, Verdict.AMBIGUOUS) for d in failures)
+    return bool(failures) and all(d.verdict in sections.UNSETTLED for d in failures)
 
 
 def _side_reason(comparison: Comparison, where: hostside.Side) -> str:
@@ -273,16 +274,13 @@ def unsettled_lines(comparisons: Sequence[Comparison]) -> list[str]:
     """A line per total or layer whose verdict is not settled (ambiguous or inconclusive), with
     why: it is neither a pass nor a regression."""
     lines = []
-    for comparison in comparisons:
-        for delta in comparison.deltas:
-            if delta.verdict not in (Verdict.AMBIGUOUS, Verdict.INCONCLUSIVE) or delta.scope is Scope.KERNEL:
-                continue
-            why = delta.note or "over threshold but inside the noise"
-            shown = "; ".join(p for p in (why, evidence(delta) if not delta.note else "") if p)
-            lines.append(
-                f"not settled: {comparison.benchmark} {delta.figure} {delta.verdict.value} "
-                f"({pct(delta.delta_pct)}): {shown}"
-            )
+    for comparison, delta in sections.unsettled(comparisons):
+        why = delta.note or "over threshold but inside the noise"
+        shown = "; ".join(p for p in (why, evidence(delta) if not delta.note else "") if p)
+        lines.append(
+            f"not settled: {comparison.benchmark} {delta.figure} {delta.verdict.value} "
+            f"({pct(delta.delta_pct)}): {shown}"
+        )
     return lines
 
 

@@ -29,7 +29,7 @@ from dataclasses import replace
 
 from kernelgate.config import HOST_COUPLED, Scope
 from kernelgate.measure.results import Dist, LayerStat, Measurement
-from kernelgate.verdict.delta import Comparison, Verdict
+from kernelgate.verdict.delta import Comparison, Delta, Verdict
 
 MIN_LAYERS = 3  # fewer layers with a host time than this: no factor (a CUDA-graph replay has none)
 MIN_HOST_US = 5.0  # layers shorter than this on the baseline's host do not vote
@@ -135,24 +135,34 @@ def _per_round(dist: Dist, factors: Sequence[float]) -> Dist:
     return Dist(tuple(samples), dist.rounds)
 
 
-def latency_note(walls: tuple[Sequence[float], Sequence[float]],
-                 speeds: tuple[Sequence[float], Sequence[float]]) -> str:  # fmt: skip
-    """Where the latency is a doubt: each process's host speed (:func:`per_process`) and the latency
-    at it, each process's median divided by its factor: for a reader, not a verdict. The latency is
-    judged as measured, since a change that slows every layer's host side alike moves the factors
-    too; where the latency at each process's speed agrees, the runner's speed and such a change
-    cannot be told apart on this runner (an A/A run on H100 host `f041c02a`, 2026-11-26: yolov8n
-    fp32's latency +32.1 % after 6 processes a side, the factors 0.65 … 1.41 on the base and 1.17 …
-    1.73 on the head)."""
-    (wb, wh), (fb, fh) = walls, speeds
-    if not fb or not fh or len(wb) != len(fb) or len(wh) != len(fh):
+def speeds_note(
+    named: Sequence[Delta],
+    speeds: tuple[Sequence[float], Sequence[float]],
+    walls: tuple[Sequence[float], Sequence[float]] = ((), ()),
+) -> str:
+    """What a verdict naming ``named`` says of each process's host speed (:func:`per_process`; base,
+    head), or '' where it has none: where a layer's host time is named, that its host times were
+    taken at each process's speed; else, where the latency is named and each process's latency is
+    given (``walls``), the latency at each process's speed, each process's median divided by its
+    factor: for a reader, not a verdict. The latency is judged as measured, since a change that slows
+    every layer's host side alike moves the factors too; where the latency at each process's speed
+    agrees, the runner's speed and such a change cannot be told apart on this runner (an A/A run on
+    H100 host `f041c02a`, 2026-11-26: yolov8n fp32's latency +32.1 % after 6 processes a side, the
+    factors 0.65 … 1.41 on the base and 1.17 … 1.73 on the head)."""
+    fb, fh = speeds
+    if not fb or not fh:
+        return ""
+    ranges = f"base {min(fb):.2f} … {max(fb):.2f}, head {min(fh):.2f} … {max(fh):.2f}"
+    if any(d.scope is Scope.HOST for d in named):
+        return f" (host times at each process's speed: {ranges} x the base's pooled)"
+    wb, wh = walls
+    if not any(d.scope is Scope.WALL for d in named) or len(wb) != len(fb) or len(wh) != len(fh):
         return ""
     base = statistics.median(w / f for w, f in zip(wb, fb, strict=True))
     head = statistics.median(w / f for w, f in zip(wh, fh, strict=True))
-    at_speed = 100.0 * (head / base - 1.0)
     return (
-        f" (each process's host speed, its layers' host times against the base's pooled: base "
-        f"{min(fb):.2f} … {max(fb):.2f}, head {min(fh):.2f} … {max(fh):.2f}; the latency at each "
-        f"process's speed {at_speed:+.1f} %: this runner's speed moved between processes, or the change "
-        "slows every layer's host side alike, which this runner cannot tell apart)"
+        f" (each process's host speed, its layers' host times against the base's pooled: {ranges}; the "
+        f"latency at each process's speed {100.0 * (head / base - 1.0):+.1f} %: this runner's speed moved "
+        "between processes, or the change slows every layer's host side alike, which this runner cannot "
+        "tell apart)"
     )

@@ -15,6 +15,7 @@ def merged(screen: Comparison, decision: Decision) -> Comparison:
     """The screen's comparison with the judge's verdicts: each screen failure becomes REGRESSED
     (confirmed on this runner), UNCHANGED (a host offset) or INCONCLUSIVE, with the A/B beside it."""
     ab = {(d.scope, d.name): d for d in decision.ab.deltas} if decision.ab else {}
+    doubted = doubts(decision.ab) if decision.ab is not None else ()
     deltas = []
     for d in screen.deltas:
         pair = ab.get((d.scope, d.name))
@@ -23,7 +24,7 @@ def merged(screen: Comparison, decision: Decision) -> Comparison:
         if d.verdict in screen.fail_on:
             if pair is not None and pair.verdict in screen.fail_on:
                 d = replace(d, note=_ab_note(pair, decision))
-            elif decision.outcome is Outcome.INCONCLUSIVE and _in_doubt(pair, decision):
+            elif decision.outcome is Outcome.INCONCLUSIVE and _in_doubt(pair, doubted):
                 d = replace(d, verdict=Verdict.INCONCLUSIVE, note=decision.reason)
             else:
                 d = replace(d, verdict=Verdict.UNCHANGED, note=_offset_note(pair, decision))
@@ -51,14 +52,14 @@ def merged(screen: Comparison, decision: Decision) -> Comparison:
     return replace(screen, deltas=tuple(deltas), notes=notes, origins=origins)
 
 
-def _in_doubt(pair: Delta | None, decision: Decision) -> bool:
+def _in_doubt(pair: Delta | None, doubted: Sequence[Delta]) -> bool:
     """Whether a screen failure stays in doubt when the judge left its suspect inconclusive: unless the
     A/B's doubts are elsewhere and this figure's A/B settled (an A/A run left yolov8n fp32's latency in
     doubt on H100 host `f041c02a`, 2026-11-26, and the host times the A/B found unchanged were shown
     inconclusive too). Where nothing was measured, or the doubt is about the stored baseline (a layer
-    that moved more than the runner's offset), every screen failure stays in doubt."""
-    found = doubts(decision.ab) if decision.ab is not None else ()
-    return pair is None or not found or pair in found
+    that moved more than the runner's offset), every screen failure stays in doubt. ``doubted``: the
+    A/B's doubts (:func:`kernelgate.verdict.samehost.doubts`)."""
+    return pair is None or not doubted or pair in doubted
 
 
 def _doubt_on_total(deltas: list[Delta], reason: str) -> list[Delta]:

@@ -250,17 +250,15 @@ def settle(
     if not final and not regressed and len(explained) < len(open_):
         return None
     if regressed:
-        reason = f"base -> head on this runner: {names(regressed)}{_speeds(regressed, speeds)}"
+        reason = f"base -> head on this runner: {names(regressed)}{hostspeed.speeds_note(regressed, speeds)}"
         return Decision(screen.benchmark, Outcome.REGRESSION, reason, ab, n, offset_pct)
     doubtful = doubts(ab)
     if any(d not in explained for d in doubtful):
         walls = (processes or {}).get((Scope.WALL, "wall"), ((), ()))
-        wall = any(d.scope is Scope.WALL for d in doubtful)
-        latency = hostspeed.latency_note(walls, speeds) if wall else ""
         return Decision(
             screen.benchmark,
             Outcome.INCONCLUSIVE,
-            f"{inside_the_noise(n)}: {names(doubtful)}{_speeds(doubtful, speeds) or latency}",
+            f"{inside_the_noise(n)}: {names(doubtful)}{hostspeed.speeds_note(doubtful, speeds, walls)}",
             ab, n, offset_pct,
         )  # fmt: skip
     doubt = offset_doubt(screen, offset_pct) if check_offset else None
@@ -293,17 +291,6 @@ def grey(ab: Comparison, noise: Mapping[tuple[Scope, str], float] | None) -> tup
     slower; a figure that may be faster needs no more rounds."""
     return tuple(
         d for d in judged(ab) if d.delta_us > 0 and not _settled(d, (noise or {}).get((d.scope, d.name)))
-    )
-
-
-def _speeds(named: Sequence[Delta], speeds: tuple[tuple[float, ...], tuple[float, ...]]) -> str:
-    """Where a layer's host time is named: each process's host speed, taken out of it."""
-    base, head = speeds
-    if not base or not head or not any(d.scope is Scope.HOST for d in named):
-        return ""
-    return (
-        f" (host times at each process's speed: base {min(base):.2f} … {max(base):.2f}, head "
-        f"{min(head):.2f} … {max(head):.2f} x the base's pooled)"
     )
 
 
