@@ -16,13 +16,13 @@ from pathlib import Path
 import pytest
 from factories import measurement
 
-from kernelgate.config import GateConfig
+from kernelgate.config import GateConfig, Scope
 from kernelgate.measure.results import Dist, LayerStat, Measurement, combine
 from kernelgate.report.markdown import benchmark_section as markdown_section
 from kernelgate.verdict import hostspeed
 from kernelgate.verdict.compare import Verdict, compare
 from kernelgate.verdict.reported import merged
-from kernelgate.verdict.samehost import Outcome, decide
+from kernelgate.verdict.samehost import Decision, Outcome, decide
 
 HOST_US = {"input": 31.9, "model.0": 95.2, "model.1": 95.1, "model.2": 318.1, "model.3": 76.2,
            "model.4": 461.1, "model.5": 74.7, "model.6": 449.4, "model.7": 72.2, "model.8": 302.4,
@@ -225,3 +225,57 @@ def test_a_latency_doubt_says_each_processs_speed_and_the_reports_say_inconclusi
     assert "not settled on this runner" in message and "re-record" not in message, message
     assert "the host side of" not in message, message  # the layers the A/B settled are unchanged
     assert "pytest 'benchmarks/test_yolo.py::test_yolo[x]'" in message, message
+
+
+# an A/A run on H100 host 4fde678d (2026-11-26), yolov8n fp32, 3 processes a side: every head process
+# ran slow, and the latency failed +52.7 %; each process's host speed factor, and its latency (µs)
+AA4_BASE_SPEED = [0.80, 1.0, 1.63]
+AA4_HEAD_SPEED = [1.55, 1.46, 1.56]
+AA4_BASE_WALL = [5317.0, 6826.0, 6202.0]
+AA4_HEAD_WALL = [11114.0, 9469.0, 9102.0]
+
+
+def decide_walls(
+    base_speed: list[float],
+    base_wall: list[float],
+    head_speed: list[float],
+    head_wall: list[float],
+    final: bool,
+) -> Decision | None:
+    config = GateConfig()
+    base = [process(s, w, seed=i) for i, (s, w) in enumerate(zip(base_speed, base_wall, strict=True))]
+    head = [process(s, w, seed=10 + i) for i, (s, w) in enumerate(zip(head_speed, head_wall, strict=True))]
+    stored = process(1.0, 5000.0, seed=99)
+    return decide(compare(stored, head[0], config), stored, base, head, config, final=final)
+
+
+def test_a_latency_the_processes_host_speeds_explain_is_a_doubt_not_a_regression() -> None:
+    # the base ran a process as slow on the host side (1.63) as the head's typical one (1.55), and the
+    # latency at each process's speed moved -2.4 %: more rounds, then a doubt, never a regression
+    assert decide_walls(AA4_BASE_SPEED, AA4_BASE_WALL, AA4_HEAD_SPEED, AA4_HEAD_WALL, final=False) is None
+    decision = decide_walls(AA4_BASE_SPEED, AA4_BASE_WALL, AA4_HEAD_SPEED, AA4_HEAD_WALL, final=True)
+    assert decision is not None and decision.outcome is Outcome.INCONCLUSIVE, decision
+    assert "wall +" in decision.reason, decision.reason
+    assert "inside the noise of this runner" in decision.reason, decision.reason
+    assert decision.ab is not None
+    (wall,) = [d for d in decision.ab.deltas if d.scope is Scope.WALL]
+    assert wall.verdict is Verdict.AMBIGUOUS, wall
+    moved = float(wall.note.split("the latency at each process's speed moved ")[1].split(" %")[0])
+    assert -6.0 < moved < 0.0, wall.note  # -2.4 % from the medians above; the samples jitter ±3 %
+
+
+def test_a_latency_slower_than_each_processs_speed_explains_still_fails() -> None:
+    # the same processes, the head's latency 30 % slower again: at each process's speed +27 %
+    slower = [w * 1.3 for w in AA4_HEAD_WALL]
+    decision = decide_walls(AA4_BASE_SPEED, AA4_BASE_WALL, AA4_HEAD_SPEED, slower, final=False)
+    assert decision is not None and decision.outcome is Outcome.REGRESSION, decision
+    assert "wall +" in decision.reason, decision.reason
+
+
+def test_every_layers_host_side_slower_on_a_steady_runner_fails_on_the_latency() -> None:
+    # a change that slows every layer's host side alike moves the head's factors: where the base's
+    # processes never ran that slow, the latency is a regression, as measured
+    decision = decide_walls([1.0, 0.97, 1.03], [5300.0, 5200.0, 5400.0], [1.5, 1.45, 1.55],
+                            [7950.0, 7700.0, 8100.0], final=False)  # fmt: skip
+    assert decision is not None and decision.outcome is Outcome.REGRESSION, decision
+    assert "wall +" in decision.reason, decision.reason

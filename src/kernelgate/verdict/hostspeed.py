@@ -166,3 +166,43 @@ def speeds_note(
         "between processes, or the change slows every layer's host side alike, which this runner cannot "
         "tell apart)"
     )
+
+
+def latency_in_doubt(
+    ab: Comparison,
+    speeds: tuple[Sequence[float], Sequence[float]],
+    walls: tuple[Sequence[float], Sequence[float]],
+) -> Comparison:
+    """``ab`` with a latency it calls REGRESSED made AMBIGUOUS (a doubt: more rounds, then inconclusive,
+    never a pass) where each process's host speed explains it: the base, too, ran a process at least
+    as slow on the host side as the head's typical one (``speeds``: its slowest factor reaches the
+    head's median), and the latency at each process's speed (each process's median in ``walls``
+    divided by its factor) moved less than the latency's limit.
+
+    The latency stays judged as measured, so this never passes it: a change that slows every layer's
+    host side alike moves the head's factors too and cannot be told from the runner's speed where the
+    base ran as slow; where the base's factors stay under the head's (such a change on a steady
+    runner), it stays a regression. Measured: an A/A run on H100 host `4fde678d` (2026-11-26) failed
+    yolov8n fp32 on its latency, +52.7 % after 3 processes a side (base 5317, 6826, 6202 µs; head
+    11114, 9469, 9102 µs): the factors were 0.80, 1.00, 1.63 on the base and 1.55, 1.46, 1.56 on the
+    head, and the latency at each process's speed -2.4 %."""
+    fb, fh = speeds
+    wb, wh = walls
+    if not fb or not fh or len(wb) != len(fb) or len(wh) != len(fh) or max(fb) < statistics.median(fh):
+        return ab
+    base = statistics.median(w / f for w, f in zip(wb, fb, strict=True))
+    head = statistics.median(w / f for w, f in zip(wh, fh, strict=True))
+
+    def doubted(d: Delta) -> Delta:
+        if d.scope is not Scope.WALL or d.verdict is not Verdict.REGRESSED:
+            return d
+        if head - base > d.threshold.limit_us(base):
+            return d  # slower than the runner's speed explains
+        note = (
+            f"the base ran as slow on the host side (each process's factor: base {min(fb):.2f} … "
+            f"{max(fb):.2f}, head {min(fh):.2f} … {max(fh):.2f}) and the latency at each process's speed "
+            f"moved {100.0 * (head / base - 1.0):+.1f} %"
+        )
+        return replace(d, verdict=Verdict.AMBIGUOUS, note=note)
+
+    return replace(ab, deltas=tuple(doubted(d) for d in ab.deltas))

@@ -238,6 +238,8 @@ def settle(
     # a host-side figure that the runner's two speeds explain is no regression (kernelgate.verdict.
     # bimodal): unchanged in the A/B that the reports show, with why
     ab, spread = bimodal.host_regressions(ab, processes)
+    # a latency that each process's host speed explains is a doubt, not a regression (hostspeed)
+    ab = hostspeed.latency_in_doubt(ab, speeds, (processes or {}).get((Scope.WALL, "wall"), ((), ())))
     deltas = judged(ab)
     # the origin of a regression first (kernelgate.verdict.origin), then the rest in forward order
     regressed = [d for d in ab.failures if d in deltas and d.verdict is Verdict.REGRESSED]
@@ -279,9 +281,10 @@ def still_open(base_rounds: Sequence[Measurement], head_rounds: Sequence[Measure
     n = min(len(base_rounds), len(head_rounds))
     if n < config.confirm_min_rounds:
         return f"{n} of at least {config.confirm_min_rounds} process(es) a side"
-    base, head, _ = hostspeed.per_process(combine(base_rounds[:n]), combine(head_rounds[:n]))
+    base, head, speeds = hostspeed.per_process(combine(base_rounds[:n]), combine(head_rounds[:n]))
     ab = compare(base, head, config, judge=lambda b, c, t: process_rule(b, c, t, alpha=config.alpha))
-    open_ = grey(ab, process_noise(base, head))
+    walls = process_medians(base, head).get((Scope.WALL, "wall"), ((), ()))
+    open_ = grey(hostspeed.latency_in_doubt(ab, speeds, walls), process_noise(base, head))
     more = f" and {len(open_) - SHOWN_OPEN} more" if len(open_) > SHOWN_OPEN else ""
     return "within the noise of their limits: " + names(open_[:SHOWN_OPEN]) + more
 
