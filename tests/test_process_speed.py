@@ -279,3 +279,23 @@ def test_every_layers_host_side_slower_on_a_steady_runner_fails_on_the_latency()
                             [7950.0, 7700.0, 8100.0], final=False)  # fmt: skip
     assert decision is not None and decision.outcome is Outcome.REGRESSION, decision
     assert "wall +" in decision.reason, decision.reason
+
+
+def test_kernelgate_ab_calls_such_a_latency_a_doubt_too() -> None:
+    from factories import V8, entry
+
+    from kernelgate import offline
+
+    def verdicts(head_wall: list[float]) -> dict[str, Verdict]:
+        base = combine([process(s, w, seed=i) for i, (s, w) in enumerate(zip(AA4_BASE_SPEED, AA4_BASE_WALL,
+                                                                            strict=True))])  # fmt: skip
+        head = combine([process(s, w, seed=10 + i) for i, (s, w) in enumerate(zip(AA4_HEAD_SPEED, head_wall,
+                                                                                strict=True))])  # fmt: skip
+        (pair,) = offline.judge(
+            {V8: entry(V8, base)}, {V8: entry(V8, head)}, GateConfig(), "x", processes=True
+        )
+        assert pair.comparison is not None
+        return {f"{d.scope.value} {d.name}": d.verdict for d in pair.comparison.failures}
+
+    assert verdicts(AA4_HEAD_WALL).get("wall wall") is Verdict.INCONCLUSIVE
+    assert verdicts([w * 1.3 for w in AA4_HEAD_WALL]).get("wall wall") is Verdict.REGRESSED

@@ -184,12 +184,12 @@ def judge(
         if recorded is not None:
             comparison = recorded
         elif processes:  # each process's host speed out of its layers' host times, as the judge does
-            before, after, _ = hostspeed.per_process(match.measurement, m)
+            before, after, speeds = hostspeed.per_process(match.measurement, m)
             comparison = compare(before, after, gate, judge=rule)
             # the A/B measures no more: a figure that may be slower is a doubt, unless the runner's
             # two speeds explain it
             n = min(len(match.measurement.total.round_medians), len(m.total.round_medians))
-            comparison = samehost.final_doubts(comparison, n, samehost.process_medians(before, after))
+            comparison = samehost.final_doubts(comparison, n, samehost.process_medians(before, after), speeds)
         else:
             comparison = compare(match.measurement, m, gate, judge=rule)
         pairs.append(Pair(Case.of(comparison, entry.fullname), comparison, match, entry, note=note))

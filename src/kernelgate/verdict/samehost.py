@@ -130,12 +130,20 @@ def inside_the_noise(n: int) -> str:
     return f"after {n} process(es) per side, over threshold but inside the noise of this runner"
 
 
-def final_doubts(ab: Comparison, n: int, processes: bimodal.Processes | None = None) -> Comparison:
+def final_doubts(
+    ab: Comparison,
+    n: int,
+    processes: bimodal.Processes | None = None,
+    speeds: tuple[Sequence[float], Sequence[float]] = ((), ()),
+) -> Comparison:
     """An A/B of ``n`` processes a side that measures no more (``kernelgate ab``), as :func:`decide`
     judges its last round: its :func:`doubts` are INCONCLUSIVE, never a pass, except where the
     runner's two speeds explain them, or a host-side regression (``processes``: each figure's process
-    medians, base and head; :func:`bimodal.explained`): those are unchanged, and say why."""
+    medians, base and head; :func:`bimodal.explained`): those are unchanged, and say why. A latency
+    that each process's host speed explains (``speeds``: :func:`hostspeed.latency_in_doubt`) is a
+    doubt."""
     ab, _ = bimodal.host_regressions(ab, processes)
+    ab = hostspeed.latency_in_doubt(ab, speeds, (processes or {}).get((Scope.WALL, "wall"), ((), ())))
     doubtful, why = doubts(ab), inside_the_noise(n)
 
     def judged_again(d: Delta) -> Delta:
