@@ -18,7 +18,9 @@ sides alike, and an A/A run failed yolov8n fp32 on the host time of 10 layers (+
 four of the head's six processes ran slow and one of the base's. Each process's factor taken out,
 the worst layer of every A/A configuration measured that day and the day before moved +3 … +16 %
 (raw: up to +77 %). The latency is left as measured: a change that slows every layer alike shows
-there, judged with the runner's two speeds in view (:mod:`kernelgate.verdict.bimodal`).
+there, judged with the runner's two speeds in view (:mod:`kernelgate.verdict.bimodal`); where each
+process's speed explains a latency that moved, it is a doubt, not a regression
+(:func:`latency_in_doubt`).
 """
 
 from __future__ import annotations
