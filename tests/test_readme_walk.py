@@ -57,10 +57,29 @@ def git(repo: Path, *args: str) -> None:
     )  # fmt: skip
 
 
-def clone_of_this_tree(tmp_path: Path) -> Path:
+# The same-host judge's processes a side in the walk's gated runs: 3, its least (confirm_min_rounds),
+# not 6. The gate's base is this very tree (an A/A), and on the 2-core CI machine beside the suite's other
+# worker the screen suspects yolov8n and yolo11n at the 2.5 % threshold: up to 6 rounds of a base and a
+# head process each, building both models, in `.ci/gate` and again in `pytest benchmarks -q`, took the
+# walk from 60 s alone to 270 s in the suite under `-n 2` (2026-11-26). The verdict the walk accepts is the
+# same either way (a pass, or exit 1 with the verdict stated); tests/test_samehost_e2e.py tests the judge.
+JUDGE_ROUNDS = 3
+
+
+def judge_at_most(pyproject: Path, rounds: int) -> None:
+    text = pyproject.read_text()
+    assert "\n[tool.kernelgate]\n" in text and "confirm_max_rounds" not in text
+    pyproject.write_text(
+        text.replace("\n[tool.kernelgate]\n", f"\n[tool.kernelgate]\nconfirm_max_rounds = {rounds}\n", 1)
+    )
+
+
+def clone_of_this_tree(tmp_path: Path, judge_rounds: int | None = None) -> Path:
     """A fresh clone of this tree (origin/main: the same-host judge's base), whose ``.venv`` is this
-    test environment."""
+    test environment; ``judge_rounds``: the judge's most processes a side in it."""
     origin = source_copy(tmp_path / "origin")
+    if judge_rounds is not None:
+        judge_at_most(origin / "pyproject.toml", judge_rounds)
     git(origin, "init", "-q", "-b", "main")
     git(origin, "add", "-A")
     git(origin, "commit", "-qm", "kernelgate")
@@ -99,7 +118,7 @@ def run_in_order(commands: list[str], clone: Path, env: dict[str, str]) -> dict[
 def test_the_first_run_commands_of_the_readme_work_in_order_on_the_cpu(tmp_path: Path) -> None:
     commands = walk()
     assert commands[0] == "bash .ci/gate" and len(commands) >= 6
-    clone = clone_of_this_tree(tmp_path)
+    clone = clone_of_this_tree(tmp_path, JUDGE_ROUNDS)
     env = walk_env()
 
     def pytest_run(*args: str) -> subprocess.CompletedProcess[str]:
