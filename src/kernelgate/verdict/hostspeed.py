@@ -154,19 +154,17 @@ def speeds_note(
     fb, fh = speeds
     if not fb or not fh:
         return ""
-    ranges = f"base {min(fb):.2f} … {max(fb):.2f}, head {min(fh):.2f} … {max(fh):.2f}"
     if any(d.scope is Scope.HOST for d in named):
-        return f" (host times at each process's speed: {ranges} x the base's pooled)"
-    wb, wh = walls
-    if not any(d.scope is Scope.WALL for d in named) or len(wb) != len(fb) or len(wh) != len(fh):
+        return f" (host times at each process's speed: {_ranges(speeds)} x the base's pooled)"
+    at_speed = _latency_at_speed(speeds, walls)
+    if not any(d.scope is Scope.WALL for d in named) or at_speed is None:
         return ""
-    base = statistics.median(w / f for w, f in zip(wb, fb, strict=True))
-    head = statistics.median(w / f for w, f in zip(wh, fh, strict=True))
+    base, head = at_speed
     return (
-        f" (each process's host speed, its layers' host times against the base's pooled: {ranges}; the "
-        f"latency at each process's speed {100.0 * (head / base - 1.0):+.1f} %: this runner's speed moved "
-        "between processes, or the change slows every layer's host side alike, which this runner cannot "
-        "tell apart)"
+        f" (each process's host speed, its layers' host times against the base's pooled: {_ranges(speeds)}; "
+        f"the latency at each process's speed {100.0 * (head / base - 1.0):+.1f} %: this runner's speed "
+        "moved between processes, or the change slows every layer's host side alike, which this runner "
+        "cannot tell apart)"
     )
 
 
@@ -189,11 +187,10 @@ def latency_in_doubt(
     11114, 9469, 9102 µs): the factors were 0.80, 1.00, 1.63 on the base and 1.55, 1.46, 1.56 on the
     head, and the latency at each process's speed -2.4 %."""
     fb, fh = speeds
-    wb, wh = walls
-    if not fb or not fh or len(wb) != len(fb) or len(wh) != len(fh) or max(fb) < statistics.median(fh):
+    at_speed = _latency_at_speed(speeds, walls)
+    if at_speed is None or max(fb) < statistics.median(fh):
         return ab
-    base = statistics.median(w / f for w, f in zip(wb, fb, strict=True))
-    head = statistics.median(w / f for w, f in zip(wh, fh, strict=True))
+    base, head = at_speed
 
     def doubted(d: Delta) -> Delta:
         if d.scope is not Scope.WALL or d.verdict is not Verdict.REGRESSED:
@@ -201,10 +198,28 @@ def latency_in_doubt(
         if head - base > d.threshold.limit_us(base):
             return d  # slower than the runner's speed explains
         note = (
-            f"the base ran as slow on the host side (each process's factor: base {min(fb):.2f} … "
-            f"{max(fb):.2f}, head {min(fh):.2f} … {max(fh):.2f}) and the latency at each process's speed "
-            f"moved {100.0 * (head / base - 1.0):+.1f} %"
+            f"the base ran as slow on the host side (each process's factor: {_ranges(speeds)}) and the "
+            f"latency at each process's speed moved {100.0 * (head / base - 1.0):+.1f} %"
         )
         return replace(d, verdict=Verdict.AMBIGUOUS, note=note)
 
     return replace(ab, deltas=tuple(doubted(d) for d in ab.deltas))
+
+
+def _ranges(speeds: tuple[Sequence[float], Sequence[float]]) -> str:
+    """``base 0.80 … 1.63, head 1.46 … 1.56``: each side's process factors, as the notes give them."""
+    fb, fh = speeds
+    return f"base {min(fb):.2f} … {max(fb):.2f}, head {min(fh):.2f} … {max(fh):.2f}"
+
+
+def _latency_at_speed(
+    speeds: tuple[Sequence[float], Sequence[float]], walls: tuple[Sequence[float], Sequence[float]]
+) -> tuple[float, float] | None:
+    """The latency at each process's speed, base and head: the median over a side's processes of its
+    latency divided by its factor; None without a factor and a latency for every process."""
+    (fb, fh), (wb, wh) = speeds, walls
+    if not fb or not fh or len(wb) != len(fb) or len(wh) != len(fh):
+        return None
+    base = statistics.median(w / f for w, f in zip(wb, fb, strict=True))
+    head = statistics.median(w / f for w, f in zip(wh, fh, strict=True))
+    return base, head

@@ -143,7 +143,7 @@ def final_doubts(
     that each process's host speed explains (``speeds``: :func:`hostspeed.latency_in_doubt`) is a
     doubt."""
     ab, _ = bimodal.host_regressions(ab, processes)
-    ab = hostspeed.latency_in_doubt(ab, speeds, (processes or {}).get((Scope.WALL, "wall"), ((), ())))
+    ab = hostspeed.latency_in_doubt(ab, speeds, _walls(processes))
     doubtful, why = doubts(ab), inside_the_noise(n)
 
     def judged_again(d: Delta) -> Delta:
@@ -247,7 +247,8 @@ def settle(
     # bimodal): unchanged in the A/B that the reports show, with why
     ab, spread = bimodal.host_regressions(ab, processes)
     # a latency that each process's host speed explains is a doubt, not a regression (hostspeed)
-    ab = hostspeed.latency_in_doubt(ab, speeds, (processes or {}).get((Scope.WALL, "wall"), ((), ())))
+    walls = _walls(processes)
+    ab = hostspeed.latency_in_doubt(ab, speeds, walls)
     deltas = judged(ab)
     # the origin of a regression first (kernelgate.verdict.origin), then the rest in forward order
     regressed = [d for d in ab.failures if d in deltas and d.verdict is Verdict.REGRESSED]
@@ -264,7 +265,6 @@ def settle(
         return Decision(screen.benchmark, Outcome.REGRESSION, reason, ab, n, offset_pct)
     doubtful = doubts(ab)
     if any(d not in explained for d in doubtful):
-        walls = (processes or {}).get((Scope.WALL, "wall"), ((), ()))
         return Decision(
             screen.benchmark,
             Outcome.INCONCLUSIVE,
@@ -291,7 +291,7 @@ def still_open(base_rounds: Sequence[Measurement], head_rounds: Sequence[Measure
         return f"{n} of at least {config.confirm_min_rounds} process(es) a side"
     base, head, speeds = hostspeed.per_process(combine(base_rounds[:n]), combine(head_rounds[:n]))
     ab = compare(base, head, config, judge=lambda b, c, t: process_rule(b, c, t, alpha=config.alpha))
-    walls = process_medians(base, head).get((Scope.WALL, "wall"), ((), ()))
+    walls = _walls(process_medians(base, head))
     open_ = grey(hostspeed.latency_in_doubt(ab, speeds, walls), process_noise(base, head))
     more = f" and {len(open_) - SHOWN_OPEN} more" if len(open_) > SHOWN_OPEN else ""
     return "within the noise of their limits: " + names(open_[:SHOWN_OPEN]) + more
@@ -303,6 +303,11 @@ def grey(ab: Comparison, noise: Mapping[tuple[Scope, str], float] | None) -> tup
     return tuple(
         d for d in judged(ab) if d.delta_us > 0 and not _settled(d, (noise or {}).get((d.scope, d.name)))
     )
+
+
+def _walls(processes: bimodal.Processes | None) -> tuple[Sequence[float], Sequence[float]]:
+    """Each process's latency, base and head (empty where none was measured)."""
+    return (processes or {}).get((Scope.WALL, "wall"), ((), ()))
 
 
 def names(deltas: Sequence[Delta], roles: bool = True) -> str:
