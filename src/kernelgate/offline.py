@@ -34,7 +34,7 @@ from kernelgate.machine import envdiff
 from kernelgate.measure import integrity
 from kernelgate.measure.results import Dist, Measurement
 from kernelgate.report.terminal import failure_message, layer_table
-from kernelgate.verdict import hostspeed, policy, samehost, yardstick
+from kernelgate.verdict import hostspeed, policy, probespeed, samehost, yardstick
 from kernelgate.verdict.compare import Comparison, Judge, Judgement, compare
 from kernelgate.verdict.delta import process_rule
 from kernelgate.verdict.policy import Case, ExitDecision, Status
@@ -185,11 +185,13 @@ def judge(
             comparison = recorded
         elif processes:  # each process's host speed out of its layers' host times, as the judge does
             before, after, speeds = hostspeed.per_process(match.measurement, m)
+            before, after, probes = probespeed.adjust(before, after, speeds)
             comparison = compare(before, after, gate, judge=rule)
             # the A/B measures no more: a figure that may be slower is a doubt, unless the runner's
             # two speeds explain it
             n = min(len(match.measurement.total.round_medians), len(m.total.round_medians))
-            comparison = samehost.final_doubts(comparison, n, samehost.process_medians(before, after), speeds)
+            each = samehost.process_medians(before, after)
+            comparison = samehost.final_doubts(comparison, n, each, speeds, probes)
         else:
             comparison = compare(match.measurement, m, gate, judge=rule)
         pairs.append(Pair(Case.of(comparison, entry.fullname), comparison, match, entry, note=note))

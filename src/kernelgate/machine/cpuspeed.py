@@ -54,6 +54,18 @@ def probe(loop: int = LOOP, tries: int = TRIES) -> dict[int, float]:
     return times
 
 
+PROBE_LOOP = 5_000  # iterations of the judge's probe: about 0.3 ms on the hosts above
+
+
+def loop_us(loop: int = PROBE_LOOP) -> float:
+    """Microseconds of one run of the fixed loop on whatever CPU this thread runs now: the probe that
+    the measurement times before each step (:mod:`kernelgate.verdict.probespeed`). It does not depend
+    on the code under test, so base and head processes that run it slower ran on a slower CPU."""
+    start = time.perf_counter()
+    _loop(loop)
+    return 1e6 * (time.perf_counter() - start)
+
+
 TWO_SPEEDS = 1.3  # the slower CPUs take this many times the fastest's time or more
 
 

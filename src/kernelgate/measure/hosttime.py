@@ -61,10 +61,15 @@ def stage(record: Callable[[str], Any], name: str) -> Iterator[None]:
 
 
 def layer_host_us(
-    step: Callable[[], None], model: Any, layers: Layers, iterations: int = ITERATIONS
+    step: Callable[[], None],
+    model: Any,
+    layers: Layers,
+    iterations: int = ITERATIONS,
+    between: Callable[[], None] | None = None,
 ) -> dict[str, list[float]]:
     """Layer -> its host time (µs) in each of ``iterations`` steps, in the order the layers ran: the
-    stages by the clock, ``model``'s top-level layers by forward hooks (``model`` None: stages only)."""
+    stages by the clock, ``model``'s top-level layers by forward hooks (``model`` None: stages only).
+    ``between`` runs before each step, outside the clock."""
     handles = []
     if model is not None:
         named = dict(model.named_modules())
@@ -85,6 +90,8 @@ def layer_host_us(
     CLOCK.on = True
     try:
         for _ in range(iterations):
+            if between is not None:
+                between()
             CLOCK.spent = {}
             step()
             per_step.append(CLOCK.spent)

@@ -5,6 +5,7 @@ What the ``kernelgate`` fixture (and a confirm run) measures; it compares nothin
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -41,16 +42,17 @@ def measure_module(
     schedule: profile.Schedule,
     wall_us: list[float],
     trace_path: Path,
+    between: Callable[[], None] | None = None,
 ) -> measure.Measurement:
     """Profile, attribute and aggregate one round; read the GPU's state through NVML after it, and
-    the host's fingerprint.
+    the host's fingerprint. ``between`` runs before each step whose host times are taken, untimed.
 
     The record carries the reasons it cannot be trusted, if any (:mod:`kernelgate.measure.integrity`).
     """
     gpu = device.startswith("cuda")
     extra: list[str] = []
     host_us = hosttime.layer_host_us(
-        runner.step, runner.net if runner.hook_step else None, layers, schedule.active
+        runner.step, runner.net if runner.hook_step else None, layers, schedule.active, between
     )
     profile.run(runner.step, runner.net if runner.hook_step else None, gpu=gpu, schedule=schedule,
                 trace_path=trace_path)  # fmt: skip

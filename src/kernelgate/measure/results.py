@@ -171,6 +171,12 @@ class Measurement:
     # Optional: records before they existed have neither.
     host_layers: tuple[LayerStat, ...] = ()
     host_calls: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
+    # a fixed loop timed before each step (kernelgate.machine.cpuspeed.loop_us): the speed of the CPU
+    # the step ran on, whatever the code; one per ``wall`` sample (``cpu_probe``) and one per step whose
+    # host times were taken (``cpu_probe_host``), in order; the same-host judge reads them
+    # (kernelgate.verdict.probespeed). Optional: records before they existed have none.
+    cpu_probe: Dist = field(default_factory=lambda: Dist(()))
+    cpu_probe_host: Dist = field(default_factory=lambda: Dist(()))
 
     @property
     def round_hosts(self) -> tuple[HostFingerprint | None, ...]:
@@ -215,6 +221,8 @@ class Measurement:
             | ({"hosts": [h and h.to_json() for h in self.hosts]} if any(self.hosts) else {})
             | ({"host_layers": [lay.to_json() for lay in self.host_layers]} if self.host_layers else {})
             | ({"host_calls": _calls_json(self.host_calls)} if self.host_calls else {})
+            | ({"cpu_probe_us": self.cpu_probe.to_json()} if self.cpu_probe.n else {})
+            | ({"cpu_probe_host_us": self.cpu_probe_host.to_json()} if self.cpu_probe_host.n else {})
         )
 
     @classmethod
@@ -240,6 +248,10 @@ class Measurement:
                 str(layer): {str(k): float(v) for k, v in calls.items()}
                 for layer, calls in data.get("host_calls", {}).items()
             },
+            cpu_probe=Dist.from_json(data["cpu_probe_us"]) if "cpu_probe_us" in data else Dist(()),
+            cpu_probe_host=Dist.from_json(data["cpu_probe_host_us"])
+            if "cpu_probe_host_us" in data
+            else Dist(()),
         )
 
 
@@ -305,7 +317,19 @@ def combine(rounds: Sequence[Measurement]) -> Measurement:
         hosts=hosts if any(hosts) else (),
         host_layers=tuple(LayerStat(lay.name, lay.type, dist) for lay, dist in host_layers),
         host_calls=_mean_calls([m.host_calls for m in rounds]),
+        # one probe distribution a round, or none: rounds without one would not line up
+        cpu_probe=_probes([m.cpu_probe for m in rounds]),
+        cpu_probe_host=_probes([m.cpu_probe_host for m in rounds]),
     )
+
+
+def _optional(data: Mapping[str, Any], key: str) -> Dist:
+    return Dist.from_json(data[key]) if key in data else Dist(())
+
+
+def _probes(rounds: Sequence[Dist]) -> Dist:
+    """Each round's probes one after the other; none where a round has none (they would not line up)."""
+    return Dist.concat(rounds) if all(d.n for d in rounds) else Dist(())
 
 
 def _mean_calls(rounds: Sequence[Mapping[str, Mapping[str, float]]]) -> dict[str, dict[str, float]]:

@@ -57,13 +57,19 @@ def _options(config: pytest.Config) -> dict[str, Any]:
 
 
 def pedantic(
-    benchmark: Any, config: pytest.Config, target: Callable[[], None], rounds: int, warmup_rounds: int
+    benchmark: Any,
+    config: pytest.Config,
+    target: Callable[[], None],
+    rounds: int,
+    warmup_rounds: int,
+    setup: Callable[[], None] | None = None,
 ) -> Any:
-    """``benchmark.pedantic(target, rounds, warmup_rounds, iterations=1)`` and its record
+    """``benchmark.pedantic(target, rounds, warmup_rounds, iterations=1, setup=setup)`` and its record
     (``benchmark.stats``); in a pytest-xdist worker, where the disabled fixture only calls ``target``
     once (that call counts as a warm-up round), the same rounds timed here into the same kind of
-    record. None where pytest-benchmark was asked not to time (``--benchmark-disable``)."""
-    benchmark.pedantic(target, rounds=rounds, warmup_rounds=warmup_rounds, iterations=1)
+    record. None where pytest-benchmark was asked not to time (``--benchmark-disable``). ``setup``
+    runs before each round, untimed."""
+    benchmark.pedantic(target, rounds=rounds, warmup_rounds=warmup_rounds, iterations=1, setup=setup)
     if not disabled_by_xdist(benchmark, config):
         return getattr(benchmark, "stats", None)
     from pytest_benchmark.stats import Metadata
@@ -78,6 +84,8 @@ def pedantic(
         gc.disable()
     try:
         for _ in range(rounds):
+            if setup is not None:
+                setup()
             start = timer()
             target()
             record.update(timer() - start)  # type: ignore[no-untyped-call]

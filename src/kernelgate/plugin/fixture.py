@@ -20,7 +20,7 @@ from kernelgate.baseline import store as baseline
 from kernelgate.baseline.names import safe_name, shown
 from kernelgate.coldstart.phases import ColdStart
 from kernelgate.config import Policy, node_target
-from kernelgate.machine import threads
+from kernelgate.machine import cpuspeed, threads
 from kernelgate.measure import faults, integrity, profile, timing
 from kernelgate.measure import results as measure
 from kernelgate.measure.pipeline import CPU_ROUNDS, CPU_SCHEDULE, GPU_ROUNDS, GPU_SCHEDULE, measure_module
@@ -94,6 +94,26 @@ def _fails_alone(
             raise
 
     return run
+
+
+def probed(result: measure.Measurement, timed: list[float], hosted: list[float]) -> measure.Measurement:
+    """``result`` with the probe before each of its timed steps: the last one before each ``wall``
+    sample (pytest-benchmark's warm-up rounds ran a probe too) and before each step whose host times
+    were taken; none where they do not line up (``--benchmark-disable``: no wall samples)."""
+
+    def last(values: list[float], n: int) -> measure.Dist:
+        return (
+            measure.Dist(tuple(round(v, 3) for v in values[-n:]))
+            if 0 < n <= len(values)
+            else measure.Dist(())
+        )
+
+    hosts = {lay.time.n for lay in result.host_layers}
+    return dataclasses.replace(
+        result,
+        cpu_probe=last(timed, result.wall.n),
+        cpu_probe_host=last(hosted, hosts.pop()) if len(hosts) == 1 else measure.Dist(()),
+    )
 
 
 class KernelGate:
@@ -190,23 +210,37 @@ class KernelGate:
         gpu = self.device.startswith("cuda")
         step = runner.step
         trace_path = opts.out_dir / "traces" / f"{safe_name(self.node_name)}.json"
+        # the CPU's speed before each timed step, whatever the code (kernelgate.verdict.probespeed)
+        probes: list[float] = []
+        probes_host: list[float] = []
+
+        def probe() -> None:
+            probes.append(cpuspeed.loop_us())
+
+        def probe_host() -> None:
+            probes_host.append(cpuspeed.loop_us())
+
         with torch.no_grad():
             for _ in range(3):
                 step()
             # pytest-benchmark's timing; under pytest-xdist (which switches it off) the gate's own
             rounds = GPU_ROUNDS if gpu else CPU_ROUNDS
-            stats = timing.pedantic(self.benchmark, self.node.config, step, rounds=rounds, warmup_rounds=2)
+            stats = timing.pedantic(
+                self.benchmark, self.node.config, step, rounds=rounds, warmup_rounds=2, setup=probe
+            )
             wall = [1e6 * t for t in stats.stats.data] if stats else []
         schedule = GPU_SCHEDULE if gpu else CPU_SCHEDULE
         if opts.iterations:
             schedule = profile.Schedule(schedule.wait, schedule.warmup, opts.iterations)
 
         def attempt() -> measure.Measurement:
-            return self._profile(runner, layers, bench_id, schedule, trace_path, wall)
+            probes_host.clear()  # a second attempt times its steps again
+            return self._profile(runner, layers, bench_id, schedule, trace_path, wall, probe_host)
 
         result = integrity.measure_reliably(attempt, bench_id)
         if result.reliable and result.throttled:  # one more try before it goes on with a flag
             result = integrity.measure_reliably(attempt, bench_id)
+        result = probed(result, probes, probes_host)
         if opts.confirm_out is not None:  # a same-host round: the parent judges
             from kernelgate.plugin.samehost import record_file
 
@@ -230,15 +264,17 @@ class KernelGate:
         schedule: profile.Schedule,
         trace_path: Path,
         wall: list[float],
+        probe: Callable[[], None] | None = None,
     ) -> measure.Measurement:
-        """Profile once and build the record; a profiler fault fails the benchmark with its cause."""
+        """Profile once and build the record; a profiler fault fails the benchmark with its cause.
+        ``probe`` runs before each step whose host times are taken."""
         import torch
 
         with torch.no_grad():
             try:
                 return measure_module(
                     torch, runner, layers, bench_id=bench_id, device=self.device, schedule=schedule,
-                    wall_us=wall, trace_path=trace_path,
+                    wall_us=wall, trace_path=trace_path, between=probe,
                 )  # fmt: skip
             except profile.ProfilerError as exc:
                 pytest.fail(f"kernelgate: {bench_id}: {exc}", pytrace=False)

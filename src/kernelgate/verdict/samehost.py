@@ -29,7 +29,7 @@ from dataclasses import dataclass, field, replace
 from kernelgate.config import GateConfig, Scope
 from kernelgate.measure.results import Dist, Measurement, combine
 from kernelgate.measure.stages import HOST_COUPLED
-from kernelgate.verdict import bimodal, hostspeed
+from kernelgate.verdict import bimodal, hostspeed, probespeed
 from kernelgate.verdict.compare import Comparison, Delta, Verdict, compare
 from kernelgate.verdict.delta import process_rule
 
@@ -135,15 +135,17 @@ def final_doubts(
     n: int,
     processes: bimodal.Processes | None = None,
     speeds: tuple[Sequence[float], Sequence[float]] = ((), ()),
+    probes: probespeed.Factors = ((), ()),
 ) -> Comparison:
     """An A/B of ``n`` processes a side that measures no more (``kernelgate ab``), as :func:`decide`
     judges its last round: its :func:`doubts` are INCONCLUSIVE, never a pass, except where the
     runner's two speeds explain them, or a host-side regression (``processes``: each figure's process
     medians, base and head; :func:`bimodal.explained`): those are unchanged, and say why. A latency
     that each process's host speed explains (``speeds``: :func:`hostspeed.latency_in_doubt`) is a
-    doubt."""
+    doubt, unless the latency was taken at each process's CPU speed (``probes``: :mod:`probespeed`)."""
     ab, _ = bimodal.host_regressions(ab, processes)
-    ab = hostspeed.latency_in_doubt(ab, speeds, _walls(processes))
+    if not probes[0]:
+        ab = hostspeed.latency_in_doubt(ab, speeds, _walls(processes))
     doubtful, why = doubts(ab), inside_the_noise(n)
 
     def judged_again(d: Delta) -> Delta:
@@ -205,6 +207,8 @@ def decide(
         return None
     # each process's host speed out of its layers' host times (the runner's, not the change's)
     base, head, speeds = hostspeed.per_process(combine(base_rounds[:n]), combine(head_rounds[:n]))
+    # the latency and host-coupled stages at each process's CPU speed (a probe the code does not move)
+    base, head, probes = probespeed.adjust(base, head, speeds)
     offset = runner_offset(screen_baseline, head, config)
     noise = process_noise(base, head)
     # on a CPU every op is host work: an offset from the baseline's host says nothing there
@@ -221,6 +225,7 @@ def decide(
         check_offset=device_side,
         processes=each,
         speeds=speeds,
+        probes=probes,
     )
     return None if decision is None else replace(decision, processes=each)
 
@@ -236,19 +241,22 @@ def settle(
     noise: Mapping[tuple[Scope, str], float] | None = None,
     processes: bimodal.Processes | None = None,
     speeds: tuple[tuple[float, ...], tuple[float, ...]] = ((), ()),
+    probes: probespeed.Factors = ((), ()),
 ) -> Decision | None:
     """The decision from an A/B comparison of ``n`` processes per side (None: not settled yet and
     more rounds may be measured). ``check_offset=False`` for host-coupled benchmarks (cold starts);
     ``processes``: each figure's process medians, base and head (:func:`bimodal.explained`);
     ``speeds``: each process's host speed, taken out of its layers' host times
-    (:func:`hostspeed.per_process`), named where a host time decides."""
+    (:func:`hostspeed.per_process`), named where a host time decides; ``probes``: each process's
+    CPU speed, taken out of the latency and host-coupled stages (:func:`probespeed.adjust`)."""
 
     # a host-side figure that the runner's two speeds explain is no regression (kernelgate.verdict.
     # bimodal): unchanged in the A/B that the reports show, with why
     ab, spread = bimodal.host_regressions(ab, processes)
     # a latency that each process's host speed explains is a doubt, not a regression (hostspeed)
     walls = _walls(processes)
-    ab = hostspeed.latency_in_doubt(ab, speeds, walls)
+    if not probes[0]:  # without a probe, the layers' factors are all there is to read the latency by
+        ab = hostspeed.latency_in_doubt(ab, speeds, walls)
     deltas = judged(ab)
     # the origin of a regression first (kernelgate.verdict.origin), then the rest in forward order
     regressed = [d for d in ab.failures if d in deltas and d.verdict is Verdict.REGRESSED]
@@ -261,14 +269,17 @@ def settle(
     if not final and not regressed and len(explained) < len(open_):
         return None
     if regressed:
-        reason = f"base -> head on this runner: {names(regressed)}{hostspeed.speeds_note(regressed, speeds)}"
+        said = hostspeed.speeds_note(regressed, speeds) + _probe_note(regressed, probes)
+        reason = f"base -> head on this runner: {names(regressed)}{said}"
         return Decision(screen.benchmark, Outcome.REGRESSION, reason, ab, n, offset_pct)
     doubtful = doubts(ab)
     if any(d not in explained for d in doubtful):
         return Decision(
             screen.benchmark,
             Outcome.INCONCLUSIVE,
-            f"{inside_the_noise(n)}: {names(doubtful)}{hostspeed.speeds_note(doubtful, speeds, walls)}",
+            f"{inside_the_noise(n)}: {names(doubtful)}"
+            f"{hostspeed.speeds_note(doubtful, speeds, ((), ()) if probes[0] else walls)}"
+            f"{_probe_note(doubtful, probes)}",
             ab, n, offset_pct,
         )  # fmt: skip
     doubt = offset_doubt(screen, offset_pct) if check_offset else None
@@ -290,9 +301,11 @@ def still_open(base_rounds: Sequence[Measurement], head_rounds: Sequence[Measure
     if n < config.confirm_min_rounds:
         return f"{n} of at least {config.confirm_min_rounds} process(es) a side"
     base, head, speeds = hostspeed.per_process(combine(base_rounds[:n]), combine(head_rounds[:n]))
+    base, head, probes = probespeed.adjust(base, head, speeds)
     ab = compare(base, head, config, judge=lambda b, c, t: process_rule(b, c, t, alpha=config.alpha))
-    walls = _walls(process_medians(base, head))
-    open_ = grey(hostspeed.latency_in_doubt(ab, speeds, walls), process_noise(base, head))
+    if not probes[0]:
+        ab = hostspeed.latency_in_doubt(ab, speeds, _walls(process_medians(base, head)))
+    open_ = grey(ab, process_noise(base, head))
     more = f" and {len(open_) - SHOWN_OPEN} more" if len(open_) > SHOWN_OPEN else ""
     return "within the noise of their limits: " + names(open_[:SHOWN_OPEN]) + more
 
@@ -308,6 +321,12 @@ def grey(ab: Comparison, noise: Mapping[tuple[Scope, str], float] | None) -> tup
 def _walls(processes: bimodal.Processes | None) -> tuple[Sequence[float], Sequence[float]]:
     """Each process's latency, base and head (empty where none was measured)."""
     return (processes or {}).get((Scope.WALL, "wall"), ((), ()))
+
+
+def _probe_note(named: Sequence[Delta], probes: probespeed.Factors) -> str:
+    """:func:`probespeed.note` where ``named`` holds the latency or a host-coupled stage."""
+    coupled = any(d.scope is Scope.WALL or (d.scope is Scope.HOST and d.name in HOST_COUPLED) for d in named)
+    return probespeed.note(probes) if coupled else ""
 
 
 def names(deltas: Sequence[Delta], roles: bool = True) -> str:
