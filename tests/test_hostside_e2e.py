@@ -63,6 +63,11 @@ def test_a_wait_in_one_layer_fails_host_side_and_names_the_layer(
     pytester.makepyprojecttoml(PYPROJECT)
     pytester.makepyfile(test_suite=SUITE)
     pytester.runpytest(*ARGS, "--kernelgate-save").assert_outcomes(passed=1)
+    (path,) = pytester.path.glob("baselines/cpu-*/0001_kernelgate.json")
+    record = baseline.read_document(path)["benchmarks"][0]["extra_info"]["kernelgate"]
+    # the fixed loop before each timed step and each host-timed step (verdict.probespeed), one a sample
+    assert record["cpu_probe_us"]["n"] == record["wall_us"]["n"] > 0
+    assert record["cpu_probe_host_us"]["n"] == record["host_layers"][0]["time_us"]["n"] > 0
 
     monkeypatch.setenv("KERNELGATE_TEST_WAIT", "1")
     slowed = pytester.runpytest(*ARGS)
