@@ -15,7 +15,7 @@ from __future__ import annotations
 import random
 from dataclasses import replace
 
-from test_process_speed import HOST_US
+from test_process_speed import process as at_speed
 
 from kernelgate.config import GateConfig, Scope
 from kernelgate.machine import cpuspeed
@@ -35,28 +35,22 @@ TYPICAL_WALL = 11300.0  # the latency at speed 1: the timed steps' loops follow 
 
 
 def process(speed: float, wall: float, input_us: float, seed: int, probe: float | None) -> Measurement:
-    """One process: steady device-side layers; each layer's host time at ``speed`` (±3 %, 20 steps);
-    its host ``input`` and latency as given; the loop before each step whose host times were taken at
-    ``speed``, before each timed step at ``probe`` (None: no probe, a record of an older kernelgate)."""
-    from factories import measurement
+    """One process as :func:`test_process_speed.process` makes it (each layer's host time at ``speed``),
+    its host ``input`` as given; the loop before each step whose host times were taken at ``speed``,
+    before each timed step at ``probe`` (None: no probe, a record of an older kernelgate)."""
+    m = at_speed(speed, wall, seed)
+    rng = random.Random(seed + 1000)
 
-    rng = random.Random(seed)
+    def samples(us: float) -> tuple[float, ...]:
+        return tuple(round(us * (1 + rng.uniform(-0.03, 0.03)), 3) for _ in range(m.wall.n))
 
-    def samples(us: float, jitter: float, n: int = 20) -> tuple[float, ...]:
-        return tuple(round(us * (1 + rng.uniform(-jitter, jitter)), 3) for _ in range(n))
-
-    device = list(samples(100.0, 0.001))
-    m = measurement(
-        layers={"model.0": device}, kernels={"model.0.conv :: gemm": device}, total=device,
-        wall=list(samples(wall, 0.03)),
-    )  # fmt: skip
     host = tuple(
-        LayerStat(name, "Conv", Dist(samples(input_us if name == "input" else us * speed, 0.03)))
-        for name, us in HOST_US.items()
+        LayerStat(lay.name, lay.type, Dist(samples(input_us))) if lay.name == "input" else lay
+        for lay in m.host_layers
     )
     if probe is None:
         return replace(m, host_layers=host)
-    timed, hosted = Dist(samples(PROBE_US * probe, 0.02)), Dist(samples(PROBE_US * speed, 0.02))
+    timed, hosted = Dist(samples(PROBE_US * probe)), Dist(samples(PROBE_US * speed))
     return replace(m, host_layers=host, cpu_probe=timed, cpu_probe_host=hosted)
 
 
