@@ -248,10 +248,8 @@ class Measurement:
                 str(layer): {str(k): float(v) for k, v in calls.items()}
                 for layer, calls in data.get("host_calls", {}).items()
             },
-            cpu_probe=Dist.from_json(data["cpu_probe_us"]) if "cpu_probe_us" in data else Dist(()),
-            cpu_probe_host=Dist.from_json(data["cpu_probe_host_us"])
-            if "cpu_probe_host_us" in data
-            else Dist(()),
+            cpu_probe=_optional(data, "cpu_probe_us"),
+            cpu_probe_host=_optional(data, "cpu_probe_host_us"),
         )
 
 
@@ -324,6 +322,7 @@ def combine(rounds: Sequence[Measurement]) -> Measurement:
 
 
 def _optional(data: Mapping[str, Any], key: str) -> Dist:
+    """An optional distribution of a record (records before it existed have none)."""
     return Dist.from_json(data[key]) if key in data else Dist(())
 
 

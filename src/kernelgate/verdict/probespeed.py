@@ -1,5 +1,5 @@
-"""Each process's CPU speed from a probe that does not depend on the code: the same-host judge's
-latency and host-coupled stages at the speed of the CPU each process ran on.
+"""Each step's CPU speed from a probe that does not depend on the code: the same-host judge's
+latency and host-coupled stages at the speed of the CPU each step ran on.
 
 On the lent H100 hosts (16-CPU VMs) the CPU a process runs on changes speed by up to 2x, within
 seconds and between processes (:mod:`kernelgate.machine.cpuspeed`). The layers' host times carry
