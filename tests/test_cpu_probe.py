@@ -80,6 +80,10 @@ def judge(
 def test_the_a_a_that_failed_on_the_input_copy_passes_at_each_processs_cpu_speed() -> None:
     decision = judge()
     assert decision.outcome is Outcome.PASS, decision.reason
+    # the pass says what moved as measured and what it was at each step's CPU speed, with the loops
+    said = decision.reason.split("; ", 1)[1]
+    assert said.startswith("wall +") and " % as measured, " in said, decision.reason
+    assert "at each step's CPU speed: the two sides' steps ran on CPUs of different speed" in said
     # the same processes without a probe, judged as measured: red (the run failed on the input copy;
     # with these samples the latency, +17 %, stays a doubt that the layers' factors cannot settle)
     unprobed = judge(probed=False)

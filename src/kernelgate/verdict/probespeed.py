@@ -30,9 +30,9 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import replace
 
-from kernelgate.config import HOST_COUPLED
+from kernelgate.config import HOST_COUPLED, Scope
 from kernelgate.measure.results import Dist, LayerStat, Measurement
-from kernelgate.verdict.delta import MIN_PROCESSES
+from kernelgate.verdict.delta import MIN_PROCESSES, Comparison, Delta, Verdict
 
 Factors = tuple[tuple[float, ...], tuple[float, ...]]
 
@@ -100,4 +100,42 @@ def note(found: Factors) -> str:
         f" (latency and host-coupled stages at each step's CPU speed: a fixed loop took base "
         f"{min(fb):.2f} … {max(fb):.2f}, head {min(fh):.2f} … {max(fh):.2f} x the base's median, "
         "process by process)"
+    )
+
+
+def _as_measured(base: Measurement, head: Measurement, d: Delta) -> tuple[float, float] | None:
+    """The median of figure ``d`` on each side as measured (before :func:`adjust`), or None."""
+    if d.scope is Scope.WALL and base.wall.n and head.wall.n:
+        return base.wall.median, head.wall.median
+    if d.scope is Scope.HOST and d.name in HOST_COUPLED:
+        b, h = base.host_layer(d.name), head.host_layer(d.name)
+        if b is not None and h is not None and b.time.n and h.time.n:
+            return b.time.median, h.time.median
+    return None
+
+
+def settled_here(base: Measurement, head: Measurement, ab: Comparison, found: Factors) -> str:
+    """What a pass says of the figures that were over their limit as measured (``base``, ``head``:
+    before :func:`adjust`) and not at each step's CPU speed (``ab``: after it), with the loops'
+    factors; '' where there is none. A reader sees both numbers, not a bare pass."""
+    fb, fh = found
+    if not fb:
+        return ""
+    parts = []
+    for d in ab.deltas:
+        measured = _as_measured(base, head, d)
+        if measured is None or d.verdict is Verdict.REGRESSED or d.delta_pct is None:
+            continue
+        b, h = measured
+        if b > 0 and h - b > d.threshold.limit_us(b):
+            moved = 100.0 * (h / b - 1.0)
+            parts.append(
+                f"{d.figure} {moved:+.1f} % as measured, {d.delta_pct:+.1f} % at each step's CPU speed"
+            )
+    if not parts:
+        return ""
+    return (
+        f"{', '.join(parts)}: the two sides' steps ran on CPUs of different speed (a fixed loop took "
+        f"base {min(fb):.2f} … {max(fb):.2f}, head {min(fh):.2f} … {max(fh):.2f} x the base's median), "
+        "not the change"
     )

@@ -207,7 +207,8 @@ def decide(
         return None
     # each process's host speed out of its layers' host times (the runner's, not the change's)
     base, head, speeds = hostspeed.per_process(combine(base_rounds[:n]), combine(head_rounds[:n]))
-    # the latency and host-coupled stages at each process's CPU speed (a probe the code does not move)
+    measured = base, head
+    # the latency and host-coupled stages at each step's CPU speed (a probe the code does not move)
     base, head, probes = probespeed.adjust(base, head, speeds)
     offset = runner_offset(screen_baseline, head, config)
     noise = process_noise(base, head)
@@ -227,7 +228,12 @@ def decide(
         speeds=speeds,
         probes=probes,
     )
-    return None if decision is None else replace(decision, processes=each)
+    if decision is None:
+        return None
+    said = probespeed.settled_here(*measured, decision.ab, probes) if decision.ab is not None else ""
+    if said and decision.outcome is Outcome.PASS:
+        decision = replace(decision, reason=f"{decision.reason}; {said}")
+    return replace(decision, processes=each)
 
 
 def settle(
