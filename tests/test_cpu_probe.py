@@ -164,3 +164,16 @@ def test_the_verdict_names_the_figures_judged_at_cpu_speed() -> None:
     (wall,) = [d for d in decision.ab.deltas if d.scope is Scope.WALL]
     assert wall.verdict is Verdict.REGRESSED
     assert "fixed loop" in decision.reason
+
+
+def test_the_judges_round_line_says_the_latency_is_at_each_steps_cpu_speed() -> None:
+    from kernelgate.verdict.samehost import still_open
+
+    base = [process(s, w, i, seed=n, probe=w / TYPICAL_WALL) for n, (s, w, i) in
+            enumerate(zip(BASE_SPEED, BASE_WALL, BASE_INPUT, strict=True))]  # fmt: skip
+    # the same CPUs, the head's latency +2 %, +30 %, +12 % process by process: grey, more rounds
+    head = [process(s, w * k, i, seed=10 + n, probe=w / TYPICAL_WALL) for n, (s, w, i, k) in
+            enumerate(zip(BASE_SPEED, BASE_WALL, BASE_INPUT, (1.02, 1.30, 1.12), strict=True))]  # fmt: skip
+    line = still_open(base, head, GateConfig())
+    assert line.startswith("within the noise of their limits: wall +"), line
+    assert line.endswith("(the latency and host-coupled stages at each step's CPU speed)"), line

@@ -313,7 +313,9 @@ def still_open(base_rounds: Sequence[Measurement], head_rounds: Sequence[Measure
         ab = hostspeed.latency_in_doubt(ab, speeds, _walls(process_medians(base, head)))
     open_ = grey(ab, process_noise(base, head))
     more = f" and {len(open_) - SHOWN_OPEN} more" if len(open_) > SHOWN_OPEN else ""
-    return "within the noise of their limits: " + names(open_[:SHOWN_OPEN]) + more
+    at_speed = _probe_note(open_, probes)
+    said = " (the latency and host-coupled stages at each step's CPU speed)" if at_speed else ""
+    return "within the noise of their limits: " + names(open_[:SHOWN_OPEN]) + more + said
 
 
 def grey(ab: Comparison, noise: Mapping[tuple[Scope, str], float] | None) -> tuple[Delta, ...]:
