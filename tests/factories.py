@@ -10,8 +10,12 @@ kernel event plus the ``cudaLaunchKernel`` runtime event of the same correlation
 
 from __future__ import annotations
 
+import importlib.util
 import random
+import sys
 from collections.abc import Mapping, Sequence
+from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 from kernelgate.baseline.store import Entry
@@ -210,3 +214,14 @@ def launched(
 
 def cpu_op(name: str, ts: float, dur: float, tid: int = CPU_TID) -> dict[str, Any]:
     return {"ph": "X", "cat": "cpu_op", "name": name, "pid": 1, "tid": tid, "ts": ts, "dur": dur}
+
+
+def benchmarks_script(name: str) -> ModuleType:
+    """``benchmarks/<name>.py`` (a script, not a package module) loaded as module ``name``."""
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # its dataclasses look their module up
+    spec.loader.exec_module(module)
+    return module

@@ -3,12 +3,11 @@ judge's records (synthetic ones here, shaped like tests/test_cpu_probe.py's A/A 
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from dataclasses import replace
 from pathlib import Path
 from types import ModuleType
 
+from factories import benchmarks_script
 from test_cpu_probe import (
     BASE_INPUT,
     BASE_SPEED,
@@ -26,16 +25,9 @@ from kernelgate.plugin.evidence import write_records
 from kernelgate.plugin.samehost import KERNEL, Suspect
 from kernelgate.verdict.compare import compare
 
-ROOT = Path(__file__).resolve().parents[1]
-
 
 def probe_stats() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("probe_stats", ROOT / "benchmarks" / "probe_stats.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["probe_stats"] = module  # its dataclasses look their module up
-    spec.loader.exec_module(module)
-    return module
+    return benchmarks_script("probe_stats")
 
 
 def kept(name: str, base: list[Measurement], head: list[Measurement]) -> dict[str, object]:

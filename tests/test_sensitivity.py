@@ -4,14 +4,12 @@ baseline of another (faster) host, then the judge on this host's processes."""
 from __future__ import annotations
 
 import gzip
-import importlib.util
 import json
 import random
-import sys
 from pathlib import Path
 from types import ModuleType
 
-from factories import kernel, measurement
+from factories import benchmarks_script, kernel, measurement
 
 from kernelgate.measure.results import Measurement
 
@@ -20,12 +18,7 @@ LAYERS = {"model.1": 32.0, "model.2": 100.0, "model.22": 300.0}
 
 
 def sensitivity() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("sensitivity", ROOT / "benchmarks" / "sensitivity.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["sensitivity"] = module  # its dataclasses look their module up
-    spec.loader.exec_module(module)
-    return module
+    return benchmarks_script("sensitivity")
 
 
 def forward(rng: random.Random, scale: float = 1.0, extra: float = 0.0) -> Measurement:
