@@ -13,7 +13,6 @@ from factories import benchmarks_script, kernel, measurement
 
 from kernelgate.measure.results import Measurement
 
-ROOT = Path(__file__).resolve().parents[1]
 LAYERS = {"model.1": 32.0, "model.2": 100.0, "model.22": 300.0}
 
 
