@@ -144,8 +144,7 @@ def final_doubts(
     that each process's host speed explains (``speeds``: :func:`hostspeed.latency_in_doubt`) is a
     doubt, unless the latency was taken at each process's CPU speed (``probes``: :mod:`probespeed`)."""
     ab, _ = bimodal.host_regressions(ab, processes)
-    if not probes[0]:
-        ab = hostspeed.latency_in_doubt(ab, speeds, _walls(processes))
+    ab = _latency_doubts(ab, speeds, _walls(processes), probes)
     doubtful, why = doubts(ab), inside_the_noise(n)
 
     def judged_again(d: Delta) -> Delta:
@@ -205,11 +204,8 @@ def decide(
     n = min(len(base_rounds), len(head_rounds))
     if n < config.confirm_min_rounds:
         return None
-    # each process's host speed out of its layers' host times (the runner's, not the change's)
-    base, head, speeds = hostspeed.per_process(combine(base_rounds[:n]), combine(head_rounds[:n]))
-    measured = base, head
-    # the latency and host-coupled stages at each step's CPU speed (a probe the code does not move)
-    base, head, probes = probespeed.adjust(base, head, speeds)
+    measured = combine(base_rounds[:n]), combine(head_rounds[:n])
+    base, head, speeds, probes = at_speed(*measured)
     offset = runner_offset(screen_baseline, head, config)
     noise = process_noise(base, head)
     # on a CPU every op is host work: an offset from the baseline's host says nothing there
@@ -261,8 +257,7 @@ def settle(
     ab, spread = bimodal.host_regressions(ab, processes)
     # a latency that each process's host speed explains is a doubt, not a regression (hostspeed)
     walls = _walls(processes)
-    if not probes[0]:  # without a probe, the layers' factors are all there is to read the latency by
-        ab = hostspeed.latency_in_doubt(ab, speeds, walls)
+    ab = _latency_doubts(ab, speeds, walls, probes)
     deltas = judged(ab)
     # the origin of a regression first (kernelgate.verdict.origin), then the rest in forward order
     regressed = [d for d in ab.failures if d in deltas and d.verdict is Verdict.REGRESSED]
@@ -306,15 +301,16 @@ def still_open(base_rounds: Sequence[Measurement], head_rounds: Sequence[Measure
     n = min(len(base_rounds), len(head_rounds))
     if n < config.confirm_min_rounds:
         return f"{n} of at least {config.confirm_min_rounds} process(es) a side"
-    base, head, speeds = hostspeed.per_process(combine(base_rounds[:n]), combine(head_rounds[:n]))
-    base, head, probes = probespeed.adjust(base, head, speeds)
+    base, head, speeds, probes = at_speed(combine(base_rounds[:n]), combine(head_rounds[:n]))
     ab = compare(base, head, config, judge=lambda b, c, t: process_rule(b, c, t, alpha=config.alpha))
-    if not probes[0]:
-        ab = hostspeed.latency_in_doubt(ab, speeds, _walls(process_medians(base, head)))
+    ab = _latency_doubts(ab, speeds, _walls(process_medians(base, head)), probes)
     open_ = grey(ab, process_noise(base, head))
     more = f" and {len(open_) - SHOWN_OPEN} more" if len(open_) > SHOWN_OPEN else ""
-    at_speed = _probe_note(open_, probes)
-    said = " (the latency and host-coupled stages at each step's CPU speed)" if at_speed else ""
+    said = (
+        " (the latency and host-coupled stages at each step's CPU speed)"
+        if _probe_note(open_, probes)
+        else ""
+    )
     return "within the noise of their limits: " + names(open_[:SHOWN_OPEN]) + more + said
 
 
@@ -324,6 +320,29 @@ def grey(ab: Comparison, noise: Mapping[tuple[Scope, str], float] | None) -> tup
     return tuple(
         d for d in judged(ab) if d.delta_us > 0 and not _settled(d, (noise or {}).get((d.scope, d.name)))
     )
+
+
+def at_speed(
+    base: Measurement, head: Measurement
+) -> tuple[Measurement, Measurement, tuple[tuple[float, ...], tuple[float, ...]], probespeed.Factors]:
+    """Both sides of an A/B (each its processes combined) as the judge compares them: each process's
+    host speed out of its layers' host times (:func:`hostspeed.per_process`: the runner's, not the
+    change's), and each step's CPU speed out of the latency and host-coupled stages
+    (:func:`probespeed.adjust`: a loop the code does not move); and both sets of factors."""
+    b, h, speeds = hostspeed.per_process(base, head)
+    b, h, probes = probespeed.adjust(b, h, speeds)
+    return b, h, speeds, probes
+
+
+def _latency_doubts(
+    ab: Comparison,
+    speeds: tuple[Sequence[float], Sequence[float]],
+    walls: tuple[Sequence[float], Sequence[float]],
+    probes: probespeed.Factors,
+) -> Comparison:
+    """:func:`hostspeed.latency_in_doubt` where the latency was not taken at each step's CPU speed
+    (records without the loop: the layers' factors are all there is to read it by)."""
+    return ab if probes[0] else hostspeed.latency_in_doubt(ab, speeds, walls)
 
 
 def _walls(processes: bimodal.Processes | None) -> tuple[Sequence[float], Sequence[float]]:
