@@ -102,6 +102,14 @@ def test_a_committed_slowdown_is_confirmed_on_this_machine(pytester: pytest.Pyte
     assert "same-host judge: base" in out and "(merge base of HEAD and main)" in out
     # the round line says what keeps a suspect open
     result.stdout.fnmatch_lines(["*same-host round 1: *still open: * (1 of at least 2 process(es) a side)"])
+    # where a round's time went: both start-ups at once, then base, then head (head first in round 2)
+    result.stdout.fnmatch_lines(["*same-host round 1: * s (start-up * s, base * s, head * s)*"])
+    result.stdout.fnmatch_lines(["*same-host round 2: * s (start-up * s, head * s, base * s)*"])
+    logs = pytester.path / ".kernelgate" / "judge-logs"
+    assert {"round1-base.log", "round1-head.log", "round2-base.log", "round2-head.log"} <= {
+        p.name for p in logs.iterdir()
+    }
+    assert "passed" in (logs / "round1-head.log").read_text()  # the child's own pytest output
     result.stdout.fnmatch_lines(["*REGRESSION (same-host A/B): base -> head on this runner: *model.1*"])
     result.stdout.fnmatch_lines(["*REGRESSED model.1? Upsample:*confirmed on this runner: base * -> head *"])
     # each process's figure, round by round, in the line and in samehost.json

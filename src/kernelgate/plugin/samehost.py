@@ -5,7 +5,8 @@ A suspect is a benchmark the stored-baseline screen failed. The base commit (``b
 ``origin/main``; or any git ref) is checked out as a git worktree outside the repository; then
 rounds alternate base and head (ABBA...), each side a fresh pytest process that measures every
 still-undecided suspect with the user's whole invocation (:mod:`kernelgate.plugin.invocation`) and
-writes one record per test (``--kernelgate-confirm-out``). After each round the decision rule
+writes one record per test (``--kernelgate-confirm-out``); its output is kept as
+``<out>/judge-logs/round<N>-<side>.log``. After each round the decision rule
 (:mod:`kernelgate.verdict.samehost`) settles what it can. Packages imported from inside the head's
 checkout (``src/``, an editable install) are taken from the base's checkout on the base side. Where
 base and head depend on other packages, each side runs in its own environment
@@ -50,6 +51,7 @@ CHILD_ITERATIONS = 10
 COLDSTART_MIN_ROUNDS = 2  # one round in each order
 CHILD_TIMEOUT_S = 1800
 KERNEL = "kernel"
+LOGS = "judge-logs"  # each child's output, under --kernelgate-out: round1-base.log, ...
 COLDSTART = "coldstart"
 
 
@@ -215,6 +217,7 @@ class Judge:
         if isinstance(sides, str):
             return {s.nodeid: samehost.unsettled(s.screen.benchmark, sides) for s in suspects}
         base, head = sides
+        shutil.rmtree(self.state.options.out_dir / LOGS, ignore_errors=True)  # an earlier run's
         decided: dict[str, samehost.Decision] = {}
         why: dict[str, str] = {}
         pending = list(suspects)
@@ -229,10 +232,14 @@ class Judge:
             children = [self._spawn(side, ids, self.work / f"{side.name}-{r}")
                         for side in ab.order(sides, r)]  # fmt: skip
             standby.await_ready(children, CHILD_TIMEOUT_S)
+            spent = [f"start-up {time.monotonic() - start:.1f} s"]
             for child in children:
                 side = base if child.name == "base" else head
+                began = time.monotonic()
                 standby.release(child.go, ids)
                 problem = standby.finish(child, CHILD_TIMEOUT_S)
+                spent.append(f"{child.name} {time.monotonic() - began:.1f} s")
+                standby.keep_log(child, self.state.options.out_dir / LOGS, r + 1)
                 for s in pending:
                     path = record_file(child.out, s.nodeid)
                     if path.is_file():
@@ -257,8 +264,9 @@ class Judge:
             )
             still = ", ".join(s.screen.benchmark + (f" ({why[s.nodeid]})" if why.get(s.nodeid) else "")
                               for s in pending)  # fmt: skip
-            self.log(f"kernelgate: same-host round {r + 1}: {time.monotonic() - start:.1f} s, "
-                     f"{len(pending)} suspect(s) still open{': ' + still if still else ''}")  # fmt: skip
+            self.log(f"kernelgate: same-host round {r + 1}: {time.monotonic() - start:.1f} s "
+                     f"({', '.join(spent)}), {len(pending)} suspect(s) still open"
+                     f"{': ' + still if still else ''}")  # fmt: skip
             if not pending:
                 break
         for s in pending:

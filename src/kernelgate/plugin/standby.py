@@ -17,6 +17,7 @@ import importlib
 import importlib.util
 import json
 import os
+import shutil
 import subprocess
 import time
 from collections.abc import Mapping, Sequence
@@ -120,3 +121,12 @@ def finish(child: Child, timeout_s: float) -> str | None:
         lines = (child.out / "child.log").read_text("utf-8", errors="replace").strip().splitlines()
         return f"the {child.name} process exited {code}: {' | '.join(lines[-4:])}"
     return None
+
+
+def keep_log(child: Child, folder: Path, round_no: int) -> None:
+    """Copy ``child``'s output to ``folder/round<N>-<side>.log`` (its work folder is removed after the
+    judge): what a reader of a red or inconclusive verdict opens first."""
+    folder.mkdir(parents=True, exist_ok=True)
+    source = child.out / "child.log"
+    if source.is_file():
+        shutil.copyfile(source, folder / f"round{round_no}-{child.name}.log")
