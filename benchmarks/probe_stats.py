@@ -46,7 +46,7 @@ def _row(run: str, benchmark: str, base: Measurement, head: Measurement) -> Row 
     b, h, speeds = hostspeed.per_process(base, head)
     if not speeds[0] or not base.cpu_probe_host.n or not head.cpu_probe_host.n:
         return None
-    b2, h2, found = probespeed.adjust(b, h, speeds)
+    b2, h2, found = probespeed.adjust(b, h)
     if not found[0]:
         return None
     reference = statistics.median(base.cpu_probe_host.samples)

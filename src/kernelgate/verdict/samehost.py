@@ -330,7 +330,7 @@ def at_speed(
     change's), and each step's CPU speed out of the latency and host-coupled stages
     (:func:`probespeed.adjust`: a loop the code does not move); and both sets of factors."""
     b, h, speeds = hostspeed.per_process(base, head)
-    b, h, probes = probespeed.adjust(b, h, speeds)
+    b, h, probes = probespeed.adjust(b, h)
     return b, h, speeds, probes
 
 
