@@ -171,6 +171,16 @@ def test_a_graph_replay_on_a_slower_cpu_is_taken_at_its_speed_and_its_gpu_time_a
     assert whole.median < 0.75 * b.wall.median
 
 
+def test_on_a_cpu_the_whole_latency_follows_the_cpus_speed() -> None:
+    # without a GPU the device's busy time is the CPU's own ops: none of the sample stays as measured
+    base = combine([replace(m, device="cpu") for m in replays(GRAPH_BASE, 0)])
+    head = combine([replace(m, device="cpu") for m in replays(GRAPH_HEAD, 10)])
+    b, h, _ = probespeed.adjust(base, head)
+    reference = statistics.median(base.cpu_probe.samples)
+    assert h.wall == probespeed._divided(head.wall, head.cpu_probe, reference)
+    assert h.wall.median < 0.8 * b.wall.median  # the 1.4 ms that a GPU would have kept, divided too
+
+
 def test_a_graph_replay_slower_on_the_gpu_fails_whatever_the_cpu() -> None:
     # the head's GPU time +10 % (the replay's kernels slower), its CPU as slow as that run's: the GPU's
     # part of the latency is not divided by the CPU's speed, so the latency shows the change

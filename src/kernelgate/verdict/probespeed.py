@@ -74,8 +74,9 @@ def _divided(dist: Dist, probe: Dist, reference: float) -> Dist:
 
 
 def _host_part_divided(wall: Dist, busy: Dist, probe: Dist, reference: float) -> Dist:
-    """Each latency sample's host part (the sample less its process's median GPU-busy time) divided by
-    its step's probe against ``reference``; the GPU's part as it was."""
+    """Each latency sample's host part (the sample less its process's median GPU-busy time, ``busy``;
+    none: the whole sample) divided by its step's probe against ``reference``; the GPU's part as it
+    was."""
     gpu = busy.round_medians if busy.n else (0.0,) * len(wall.round_samples())
     if len(gpu) != len(wall.round_samples()):  # records that do not line up: the whole sample
         gpu = (0.0,) * len(wall.round_samples())
@@ -107,7 +108,9 @@ def adjust(base: Measurement, head: Measurement) -> tuple[Measurement, Measureme
                 else lay
                 for lay in host
             )
-        return replace(m, wall=_host_part_divided(m.wall, m.busy, m.cpu_probe, wall_ref), host_layers=host)
+        # on a CPU the device's busy time is the CPU's own ops: all of the sample follows its speed
+        device = m.busy if m.device.startswith("cuda") else Dist(())
+        return replace(m, wall=_host_part_divided(m.wall, device, m.cpu_probe, wall_ref), host_layers=host)
 
     return side(base), side(head), found
 

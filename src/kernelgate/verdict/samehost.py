@@ -327,7 +327,7 @@ def at_speed(
 ) -> tuple[Measurement, Measurement, tuple[tuple[float, ...], tuple[float, ...]], probespeed.Factors]:
     """Both sides of an A/B (each its processes combined) as the judge compares them: each process's
     host speed out of its layers' host times (:func:`hostspeed.per_process`: the runner's, not the
-    change's), and each step's CPU speed out of the latency and host-coupled stages
+    change's), and each step's CPU speed out of the host-coupled stages and the latency's host part
     (:func:`probespeed.adjust`: a loop the code does not move); and both sets of factors."""
     b, h, speeds = hostspeed.per_process(base, head)
     b, h, probes = probespeed.adjust(b, h)
