@@ -375,6 +375,14 @@ def test_the_plugin_records_each_rounds_host_and_notes_a_runner_that_is_none_of_
     )
     # the run's own selection: pytest ran the folder it was started in, so no path (not benchmarks/)
     assert "To add this runner: pytest --kernelgate-save --kernelgate-append" in text
+    # one round of another runner, one of this one: the screen compares with this runner's round
+    data["benchmarks"][0]["extra_info"]["kernelgate"]["hosts"] = [other.to_json(), this.to_json()]
+    path.write_text(json.dumps(data))
+    own = pytester.runpytest(*ARGS, "--kernelgate-report-dir=report-own")
+    own.assert_outcomes(passed=1)
+    assert "is none of the" not in own.stdout.str()
+    said = (pytester.path / "report-own" / "report-data.json").read_text()  # the comparison's notes
+    assert f"screened against this runner's own 1 of the baseline's 2 rounds (host {this.id}; the" in said
 
 
 def test_kernelgate_record_append_adds_every_round_where_plain_record_replaces_first(

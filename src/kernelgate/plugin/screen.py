@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from kernelgate.baseline import ownrounds
 from kernelgate.baseline import store as baseline
 from kernelgate.baseline.names import shown
 from kernelgate.config import MissingBaseline, record_command, record_rounds_command
@@ -41,22 +42,26 @@ def gate(kg: KernelGate, result: measure.Measurement, layers: Layers) -> Compari
     entry, path = found
     check_entry(entry, result, kg.state, shown(path), kg.target)
     cfg = kg.state.config
-    comparison = compare(entry.measurement, result, cfg)
+    # where other hosts recorded rounds of this entry too, the rounds this runner recorded
+    stored, own_note = ownrounds.own(entry.measurement, result.round_hosts[0])
+    comparison = compare(stored, result, cfg)
+    if own_note:
+        comparison = dataclasses.replace(comparison, notes=(*comparison.notes, own_note))
     # what the forward launches does not depend on the host: a change there is a suspect at any size
-    built = structure.changes(entry.measurement, result)
+    built = structure.changes(stored, result)
     if built:
         note = f"what the forward launches changed since the baseline: {structure.summary(built)}"
         comparison = dataclasses.replace(comparison, notes=(*comparison.notes, note))
     suspect = comparison.failed
-    blind = hostspeed.unscreened(entry.measurement, result)
+    blind = hostspeed.unscreened(stored, result)
     if blind:
         kg.state.note(blind_summary(shown(path.parent), judged=cfg.confirm))
     if blind and cfg.confirm:
         comparison = dataclasses.replace(comparison, notes=(*comparison.notes, blind_note(kg.target)))
     why = ""
     if cfg.confirm:  # suspect at a fraction of the thresholds, the host side relative to this runner
-        speed = hostspeed.factor(entry.measurement, result)
-        here = hostspeed.scaled(entry.measurement, speed)
+        speed = hostspeed.factor(stored, result)
+        here = hostspeed.scaled(stored, speed)
         screened = compare(here, result, cfg.screening())
         suspect = bool(built) or blind or screened.failed
         if not suspect:
@@ -66,7 +71,7 @@ def gate(kg: KernelGate, result: measure.Measurement, layers: Layers) -> Compari
         # a suspect: base and head on this runner decide at the end of the session
         from kernelgate.plugin.samehost import KERNEL, Suspect
 
-        kg.state.add_suspect(Suspect(kg.node.nodeid, KERNEL, comparison, entry.measurement.to_json(), why))
+        kg.state.add_suspect(Suspect(kg.node.nodeid, KERNEL, comparison, stored.to_json(), why))
         return comparison
     kg.state.add_comparison(comparison)
     if comparison.failed:

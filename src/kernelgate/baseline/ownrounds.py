@@ -1,0 +1,82 @@
+"""The rounds of a baseline entry that this runner recorded itself: the screen's yardstick where a
+baseline holds rounds of several hosts.
+
+Runners of one architecture may each add rounds to ``baselines/<arch>/`` (``pytest benchmarks
+--kernelgate-save --kernelgate-append`` on each; every round keeps its host's fingerprint). Against
+another host's rounds the screen sees that host's offset (on H100 and H200 hosts, layers -2.4 … +4.4 %
+and the ``input`` copy +13 … +41 %, docs/sensitivity.md), makes most configurations suspects, and the
+same-host judge then measures base and head for minutes (326-557 s an A/A run on a 4-GPU H200 machine,
+2026-11-26/27). Against its own rounds a runner is exact (layers within ±0.4 % between processes of one
+host, 2026-11-21): an unchanged run is the screen alone (100-120 s on an H100 host, 2026-11-24, where
+nothing was suspected). So where this runner recorded some of an entry's rounds and other hosts recorded
+the others, the screen compares with this runner's rounds alone, and says so; elsewhere with all of them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+
+from kernelgate.machine.fingerprint import HostFingerprint
+from kernelgate.measure.results import Dist, LayerStat, Measurement
+
+
+def select(dist: Dist, keep: Sequence[int], rounds: int) -> Dist:
+    """The samples of rounds ``keep`` (0-based) of ``dist``, a distribution of ``rounds`` rounds; as it
+    is where it has another number of rounds (an optional figure the rounds did not all record)."""
+    parts = dist.round_samples()
+    if len(parts) != rounds or not dist.n:
+        return dist
+    chosen = [parts[i] for i in keep]
+    sizes = tuple(len(p) for p in chosen) if len(keep) > 1 else ()
+    return Dist(tuple(v for part in chosen for v in part), sizes)
+
+
+def rounds_of(m: Measurement, keep: Sequence[int]) -> Measurement:
+    """``m`` (rounds combined, :func:`kernelgate.measure.results.combine`) with rounds ``keep`` alone
+    (0-based, in order). A kernel or layer none of those rounds ran (``combine`` gave it zeros there)
+    is left out, as a baseline those rounds alone had made would not hold it."""
+    n = len(m.total.round_samples())
+
+    def sel(d: Dist) -> Dist:
+        return select(d, keep, n)
+
+    def ran(d: Dist) -> bool:
+        return any(v > 0 for v in d.samples)
+
+    layers = tuple(LayerStat(lay.name, lay.type, sel(lay.time)) for lay in m.layers)
+    kernels = tuple(replace(k, time=sel(k.time)) for k in m.kernels)
+    hosts = m.round_hosts
+    return replace(
+        m,
+        iterations=sel(m.total).n,
+        total=sel(m.total),
+        busy=sel(m.busy),
+        wall=sel(m.wall),
+        layers=tuple(lay for lay in layers if ran(lay.time)),
+        kernels=tuple(k for k in kernels if ran(k.time)),
+        host_layers=tuple(LayerStat(lay.name, lay.type, sel(lay.time)) for lay in m.host_layers),
+        gpu_states=tuple(m.gpu_states[i] for i in keep) if len(m.gpu_states) == n else m.gpu_states,
+        hosts=tuple(hosts[i] for i in keep) if m.hosts and len(hosts) == n else m.hosts,
+        cpu_probe=sel(m.cpu_probe),
+        cpu_probe_host=sel(m.cpu_probe_host),
+    )
+
+
+def own(m: Measurement, runner: HostFingerprint | None) -> tuple[Measurement, str]:
+    """The rounds of baseline entry ``m`` that ``runner`` recorded, where other hosts recorded the
+    others, and the note that says so; ``m`` and '' otherwise (one host, none of them this runner, or
+    rounds without fingerprints)."""
+    hosts = m.round_hosts
+    if runner is None or len(hosts) != len(m.total.round_samples()):
+        return m, ""
+    keep = [i for i, h in enumerate(hosts) if h is not None and h.id == runner.id]
+    if not keep or len(keep) == len(hosts):
+        return m, ""
+    others = sorted({h.id for h in hosts if h is not None and h.id != runner.id})
+    note = (
+        f"screened against this runner's own {len(keep)} of the baseline's {len(hosts)} rounds (host "
+        f"{runner.id}; the others of host{'s' * (len(others) != 1)} {', '.join(others) or 'unknown'}): "
+        "another host's offset is not this change"
+    )
+    return rounds_of(m, keep), note

@@ -1,0 +1,83 @@
+"""baseline/ownrounds.py: where a baseline holds rounds of several runners, the screen compares with
+the rounds this runner recorded (another host's offset of a few % per layer made most configurations
+suspects on every run, and the same-host judge then measured for minutes)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from factories import measurement
+
+from kernelgate.baseline import ownrounds
+from kernelgate.config import GateConfig
+from kernelgate.machine.fingerprint import HostFingerprint
+from kernelgate.measure.results import Dist, Measurement, combine
+from kernelgate.verdict.compare import compare
+
+HOST_A = HostFingerprint(
+    cpu="Intel(R) Xeon(R) Processor", cpu_count=16, gpu="NVIDIA H200", gpu_id="02e993b6e2c6"
+)
+HOST_B = HostFingerprint(
+    cpu="Intel(R) Xeon(R) Processor", cpu_count=64, gpu="NVIDIA H200", gpu_id="5566332c8ff9"
+)
+HOST_C = HostFingerprint(cpu="AMD EPYC 9654 96-Core Processor", cpu_count=192, gpu="NVIDIA H200", gpu_id="aa")
+
+
+def round_on(host: HostFingerprint, conv_us: float, seed: int, extra_kernel: bool = False) -> Measurement:
+    """One round: model.0's conv at ``conv_us`` (±0.1 %), model.1 steady; on host B a kernel of its own."""
+    jitter = [1 + 0.001 * ((seed * 7 + i) % 5 - 2) for i in range(10)]
+    conv = [conv_us * j for j in jitter]
+    kernels = {"model.0.conv :: gemm": conv, "model.1 :: add": [20.0] * 10}
+    if extra_kernel:
+        kernels["model.0.conv :: splitk"] = [3.0] * 10
+    m = measurement(layers={"model.0": conv, "model.1": [20.0] * 10}, kernels=kernels)
+    return replace(m, hosts=(host,), cpu_probe=Dist(tuple(300.0 for _ in range(m.wall.n))))
+
+
+def two_hosts() -> Measurement:
+    """Three rounds of host A, then two of host B, whose conv runs 4 % slower."""
+    return combine(
+        [round_on(HOST_A, 100.0, s) for s in range(3)] + [round_on(HOST_B, 104.0, s, True) for s in range(2)]
+    )
+
+
+def test_a_runner_that_recorded_some_rounds_is_screened_against_them() -> None:
+    stored = two_hosts()
+    mine, note = ownrounds.own(stored, HOST_B)
+    assert mine.round_hosts == (HOST_B, HOST_B)
+    assert len(mine.total.round_samples()) == 2 and mine.iterations == mine.total.n == 10
+    assert abs(mine.layer("model.0").time.median - 104.0) < 0.5  # type: ignore[union-attr]
+    assert "model.0.conv :: splitk" in {k.key for k in mine.kernels}
+    assert mine.cpu_probe.n == mine.wall.n == 10 and mine.cpu_probe.rounds == (5, 5)
+    assert note.startswith("screened against this runner's own 2 of the baseline's 5 rounds")
+    assert f"(host {HOST_B.id}; the others of host {HOST_A.id})" in note
+    # the same run of host B: against the pooled rounds model.0 is +4 % (over 2.5 %), against its own none
+    head = round_on(HOST_B, 104.0, 9, True)
+    config = GateConfig()
+    assert "model.0" in {d.name for d in compare(stored, head, config).failures}
+    assert not compare(mine, head, config).failed
+
+
+def test_a_kernel_the_runners_rounds_never_ran_is_not_in_its_rounds() -> None:
+    mine, _ = ownrounds.own(two_hosts(), HOST_A)
+    assert len(mine.total.round_samples()) == 3
+    assert "model.0.conv :: splitk" not in {k.key for k in mine.kernels}  # host B's alone
+    assert abs(mine.layer("model.0").time.median - 100.0) < 0.5  # type: ignore[union-attr]
+
+
+def test_one_host_or_a_stranger_or_no_fingerprints_keep_every_round() -> None:
+    stored = two_hosts()
+    assert ownrounds.own(stored, HOST_C) == (stored, "")  # none of them: the judge's case
+    assert ownrounds.own(stored, None) == (stored, "")
+    alone = combine([round_on(HOST_A, 100.0, s) for s in range(3)])
+    assert ownrounds.own(alone, HOST_A) == (alone, "")  # every round is this runner's already
+    unknown = replace(stored, hosts=())
+    assert ownrounds.own(unknown, HOST_B) == (unknown, "")
+
+
+def test_selecting_rounds_of_a_distribution() -> None:
+    d = Dist((1.0, 2.0, 3.0, 4.0, 5.0), (2, 2, 1))
+    assert ownrounds.select(d, [0, 2], 3) == Dist((1.0, 2.0, 5.0), (2, 1))
+    assert ownrounds.select(d, [1], 3) == Dist((3.0, 4.0), ())
+    assert ownrounds.select(Dist(()), [1], 3) == Dist(())  # a figure the rounds did not record
+    assert ownrounds.select(d, [0], 2) == d  # not one sample list a round: as it is
