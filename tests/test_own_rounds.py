@@ -11,7 +11,7 @@ from factories import measurement
 from kernelgate.baseline import ownrounds
 from kernelgate.config import GateConfig
 from kernelgate.machine.fingerprint import HostFingerprint
-from kernelgate.measure.results import Dist, Measurement, combine
+from kernelgate.measure.results import Dist, LayerStat, Measurement, combine
 from kernelgate.verdict.compare import compare
 
 HOST_A = HostFingerprint(
@@ -62,6 +62,10 @@ def test_a_kernel_the_runners_rounds_never_ran_is_not_in_its_rounds() -> None:
     mine, _ = ownrounds.own(two_hosts(), HOST_A)
     assert len(mine.total.round_samples()) == 3
     assert "model.0.conv :: splitk" not in {k.key for k in mine.kernels}  # host B's alone
+    # a layer that no round gave GPU time (a view, say) stays, as the run's own record has it
+    idle = combine([replace(r, layers=(*r.layers, LayerStat("model.2", "Concat", Dist((0.0,) * 10))))
+                    for r in (round_on(HOST_A, 100.0, 0), round_on(HOST_B, 104.0, 1))])  # fmt: skip
+    assert ownrounds.own(idle, HOST_A)[0].layer("model.2") is not None
     assert abs(mine.layer("model.0").time.median - 100.0) < 0.5  # type: ignore[union-attr]
 
 

@@ -34,18 +34,18 @@ def select(dist: Dist, keep: Sequence[int], rounds: int) -> Dist:
 
 def rounds_of(m: Measurement, keep: Sequence[int]) -> Measurement:
     """``m`` (rounds combined, :func:`kernelgate.measure.results.combine`) with rounds ``keep`` alone
-    (0-based, in order). A kernel or layer none of those rounds ran (``combine`` gave it zeros there)
-    is left out, as a baseline those rounds alone had made would not hold it."""
+    (0-based, in order). A kernel or layer that only the other rounds ran (``combine`` gave it zeros in
+    these) is left out, as a baseline these rounds alone had made would not hold it."""
     n = len(m.total.round_samples())
 
     def sel(d: Dist) -> Dist:
         return select(d, keep, n)
 
-    def ran(d: Dist) -> bool:
-        return any(v > 0 for v in d.samples)
+    def kept(whole: Dist) -> bool:  # not one that only other rounds ran (zeros here from combine)
+        return any(v > 0 for v in sel(whole).samples) or not any(v > 0 for v in whole.samples)
 
-    layers = tuple(LayerStat(lay.name, lay.type, sel(lay.time)) for lay in m.layers)
-    kernels = tuple(replace(k, time=sel(k.time)) for k in m.kernels)
+    layers = tuple(LayerStat(lay.name, lay.type, sel(lay.time)) for lay in m.layers if kept(lay.time))
+    kernels = tuple(replace(k, time=sel(k.time)) for k in m.kernels if kept(k.time))
     hosts = m.round_hosts
     return replace(
         m,
@@ -53,8 +53,8 @@ def rounds_of(m: Measurement, keep: Sequence[int]) -> Measurement:
         total=sel(m.total),
         busy=sel(m.busy),
         wall=sel(m.wall),
-        layers=tuple(lay for lay in layers if ran(lay.time)),
-        kernels=tuple(k for k in kernels if ran(k.time)),
+        layers=layers,
+        kernels=kernels,
         host_layers=tuple(LayerStat(lay.name, lay.type, sel(lay.time)) for lay in m.host_layers),
         gpu_states=tuple(m.gpu_states[i] for i in keep) if len(m.gpu_states) == n else m.gpu_states,
         hosts=tuple(hosts[i] for i in keep) if m.hosts and len(hosts) == n else m.hosts,
