@@ -69,7 +69,12 @@ def explained(d: Delta, base: Sequence[float], head: Sequence[float]) -> str | N
     )
     fastest = f"{100.0 * (fast_h / fast_b - 1.0):+.1f} %"
     if d.scope in HOST_SIDE:
-        return f"{speeds} and the fastest of each agree ({fastest}): this runner's spread, not the change"
+        # the percentage alone misleads where the limit is the floor: the difference and the limit too
+        within = f"{fast_h - fast_b:+.1f} µs, within its limit of {agree:.1f} µs"
+        return (
+            f"{speeds} and the fastest of each agree ({fastest}, {within}): this runner's spread, not the "
+            "change"
+        )
     if slow_h - slow_b > FASTEST_AGREE * d.threshold.limit_us(slow_b):
         return None  # a slower mode than any of the base's
     slowest = f"{100.0 * (slow_h / slow_b - 1.0):+.1f} %"
