@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import pytest
 from factories import measurement
 
 from kernelgate.baseline import ownrounds
@@ -85,3 +86,24 @@ def test_selecting_rounds_of_a_distribution() -> None:
     assert ownrounds.select(d, [1], 3) == Dist((3.0, 4.0), ())
     assert ownrounds.select(Dist(()), [1], 3) == Dist(())  # a figure the rounds did not record
     assert ownrounds.select(d, [0], 2) == d  # not one sample list a round: as it is
+
+
+def test_a_cold_start_is_its_first_hosts_runs_whoever_appended_rounds(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # appended rounds add their host to the entry, not their runs to its cold-start record (the first
+    # round's): a runner that only appended is not the host of the runs it is compared with
+    from kernelgate.baseline.store import Entry
+    from kernelgate.plugin import coldstart
+
+    entry = Entry("test_coldstart[x]", combine([round_on(HOST_A, 100.0, 0), round_on(HOST_B, 100.0, 1)]), {})
+    monkeypatch.setattr(coldstart.fingerprint, "this_round", lambda environment, gpu: HOST_B)
+    foreign = coldstart.recorded_elsewhere(entry, gpu=True)
+    assert foreign is not None and foreign.startswith(f"host {HOST_A.id}: ") and "whose runs" in foreign
+    assert "1 other host(s) appended rounds, not runs" in foreign
+    monkeypatch.setattr(coldstart.fingerprint, "this_round", lambda environment, gpu: HOST_A)
+    assert coldstart.recorded_elsewhere(entry, gpu=True) is None
+    unknown = Entry("test_coldstart[x]", replace(entry.measurement, hosts=()), {})
+    assert (
+        coldstart.recorded_elsewhere(unknown, gpu=True) == "an unknown host: its rounds carry no fingerprint"
+    )

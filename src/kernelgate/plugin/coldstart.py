@@ -175,12 +175,20 @@ def _stored_entry(kg: KernelGate, spec: ChildSpec) -> Entry | None:
 
 
 def recorded_elsewhere(entry: Entry, gpu: bool) -> str | None:
-    """The hosts that recorded ``entry``, where this runner is none of them (or they are unknown: a
-    baseline recorded without host fingerprints); None where this runner recorded it."""
-    hosts = entry.hosts
-    if hosts.includes(fingerprint.this_round({}, gpu)):
+    """The host that recorded the runs of ``entry``'s cold-start record, where this runner is not it
+    (or it is unknown: a baseline recorded without host fingerprints); None where this runner recorded
+    them. A round appended later (``--kernelgate-append``, another runner's too) adds its host to the
+    entry but not its runs to the record, which stays the first round's (pytest-benchmark's fields):
+    a runner that appended a round is still compared with the first host's runs, so it is not their
+    host."""
+    first = entry.measurement.round_hosts[0] if entry.measurement.round_hosts else None
+    if first is None:
+        return "an unknown host: its rounds carry no fingerprint"
+    if first.id == fingerprint.this_round({}, gpu).id:
         return None
-    return hosts.listing() if hosts.hosts else "an unknown host: its rounds carry no fingerprint"
+    others = len({h.id for h in entry.hosts.hosts} - {first.id})
+    more = f"; {others} other host(s) appended rounds, not runs" if others else ""
+    return f"{first.short()}, whose runs the record holds{more}"
 
 
 def foreign_note(hosts: str) -> str:
