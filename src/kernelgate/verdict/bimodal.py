@@ -35,6 +35,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
 from kernelgate.config import Scope
+from kernelgate.units import duration
 from kernelgate.verdict.delta import MIN_PROCESSES, Comparison, Delta, Verdict
 
 #: per figure (scope, name): the median of each process, base and head, in the order of the rounds
@@ -70,7 +71,7 @@ def explained(d: Delta, base: Sequence[float], head: Sequence[float]) -> str | N
     fastest = f"{100.0 * (fast_h / fast_b - 1.0):+.1f} %"
     if d.scope in HOST_SIDE:
         # the percentage alone misleads where the limit is the floor: the difference and the limit too
-        within = f"{fast_h - fast_b:+.1f} µs, within its limit of {agree:.1f} µs"
+        within = f"{duration(fast_h - fast_b, signed=True)}, within its limit of {duration(agree)}"
         return (
             f"{speeds} and the fastest of each agree ({fastest}, {within}): this runner's spread, not the "
             "change"
