@@ -110,6 +110,10 @@ def test_a_committed_slowdown_is_confirmed_on_this_machine(pytester: pytest.Pyte
         p.name for p in logs.iterdir()
     }
     assert "passed" in (logs / "round1-head.log").read_text()  # the child's own pytest output
+    result.stdout.fnmatch_lines(
+        ["*what the judge decided from: *samehost.json (each process's figures), *samehost-records.json.xz "
+         "(every record), *judge-logs/ (each process's output)"]
+    )  # fmt: skip
     result.stdout.fnmatch_lines(["*REGRESSION (same-host A/B): base -> head on this runner: *model.1*"])
     result.stdout.fnmatch_lines(["*REGRESSED model.1? Upsample:*confirmed on this runner: base * -> head *"])
     # each process's figure, round by round, in the line and in samehost.json

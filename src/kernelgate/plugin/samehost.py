@@ -34,7 +34,7 @@ from kernelgate.coldstart.phases import ColdStart
 from kernelgate.config import Threshold, node_target
 from kernelgate.machine import sideenv
 from kernelgate.measure.results import Dist, Measurement
-from kernelgate.plugin import evidence, invocation, standby
+from kernelgate.plugin import basetree, evidence, invocation, standby
 from kernelgate.verdict import ab, reported, samehost
 from kernelgate.verdict.compare import Comparison, Judgement
 from kernelgate.verdict.delta import process_rule
@@ -82,48 +82,6 @@ def record_file(folder: Path, nodeid: str) -> Path:
     return folder / f"{safe_name(nodeid)}.json"
 
 
-def _git(repo: Path, *args: str) -> str | None:
-    done = subprocess.run(["git", *args], cwd=repo, capture_output=True, text=True, check=False)
-    return done.stdout.strip() if done.returncode == 0 else None
-
-
-def base_commit(repo: Path, ref: str) -> tuple[str | None, str]:
-    """The commit of git checkout ``repo`` to measure as the base, and how it was found (or why none
-    was)."""
-    if ref != "auto":
-        sha = _git(repo, "rev-parse", "--verify", "--quiet", ref + "^{commit}")
-        return (sha, f"base {ref}") if sha else (None, f"git cannot resolve base {ref!r}")
-    candidates = []
-    if os.environ.get("GITHUB_BASE_REF"):
-        candidates += [f"origin/{os.environ['GITHUB_BASE_REF']}", os.environ["GITHUB_BASE_REF"]]
-    candidates += ["origin/HEAD", "origin/main", "origin/master", "main", "master"]
-    for name in candidates:
-        if _git(repo, "rev-parse", "--verify", "--quiet", name + "^{commit}") is None:
-            continue
-        sha = _git(repo, "merge-base", "HEAD", name)
-        if sha:
-            return sha, f"merge base of HEAD and {name}"
-    return None, f"none of {', '.join(candidates)} exists to take a merge base with"
-
-
-def package_roots(head: Path) -> list[Path]:
-    """Folders inside ``head`` from which this process imported packages (``src/``, the checkout)."""
-    roots: set[Path] = set()
-    for name, module in list(sys.modules.items()):
-        file = getattr(module, "__file__", None)
-        if not file or "." in name:
-            continue
-        path = Path(file).resolve()
-        try:
-            path.relative_to(head)
-        except ValueError:
-            continue
-        top = path.parent.parent if path.name == "__init__.py" else path.parent
-        if "site-packages" not in top.parts:
-            roots.add(top)
-    return sorted(roots)
-
-
 @dataclass
 class Side:
     name: str
@@ -160,11 +118,11 @@ class Judge:
         return standby.start(side.name, command, side.cwd, side.env, out)
 
     def _sides(self) -> tuple[Side, Side] | str:
-        top = _git(self.rootpath, "rev-parse", "--show-toplevel")
+        top = basetree.git(self.rootpath, "rev-parse", "--show-toplevel")
         if top is None:
             return f"no git repository at {self.rootpath}: the base cannot be checked out"
         self.head_root = Path(top).resolve()
-        sha, how = base_commit(self.head_root, self.state.config.base)
+        sha, how = basetree.base_commit(self.head_root, self.state.config.base)
         if sha is None:
             return (
                 f"no base to measure against ({how}); set base = '<ref>' in [tool.kernelgate] or fetch "
@@ -190,7 +148,7 @@ class Judge:
         base_env = {k: v for k, v in os.environ.items() if k not in HEAD_ONLY_VARIABLES}
         # the packages imported from the head's checkout come from the side's checkout, before the
         # side's own environment, if it has one (kernelgate.machine.sideenv)
-        roots = package_roots(self.head_root)
+        roots = basetree.package_roots(self.head_root)
         sides = (Side("base", tree, base_cwd, base_env), Side("head", self.head_root, cwd, head_env))
         for side in sides:
             found = overlays.get(side.name)
@@ -375,6 +333,13 @@ def judge_session(config: pytest.Config, state: State) -> None:
         )
     finally:
         judge.close()
+    out = state.options.out_dir
+    if (out / evidence.FILE).is_file():
+        log(
+            f"kernelgate: what the judge decided from: {shown(out / evidence.FILE)} (each process's "
+            f"figures), {shown(out / evidence.RECORDS)} (every record), {shown(out / LOGS)}/ (each "
+            "process's output)"
+        )
     for suspect in state.suspects:
         decision = decisions[suspect.nodeid]
         merged = reported.merged(suspect.screen, decision)
