@@ -1,28 +1,24 @@
-"""benchmarks/replay_judge.py: the judge's kernel verdicts again from a run's records, by this
-checkout's rule (synthetic records here, shaped like tests/test_cpu_probe.py's CUDA-graph A/A run)."""
+"""``kernelgate replay``: the judge's kernel verdicts again from a run's records, by this kernelgate's
+rule (synthetic records here, shaped like tests/test_cpu_probe.py's CUDA-graph A/A run)."""
 
 from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
-from types import ModuleType
 
 import pytest
-from factories import benchmarks_script
 from test_cpu_probe import GRAPH_BASE, GRAPH_HEAD, replays
 
+from kernelgate import cli
+from kernelgate import replay as judge_replay
 from kernelgate.config import GateConfig
 from kernelgate.measure.results import Measurement, combine
-from kernelgate.plugin.evidence import write_records
+from kernelgate.plugin.evidence import read_records, write_records
 from kernelgate.plugin.samehost import KERNEL, Suspect
 from kernelgate.verdict import probespeed
 from kernelgate.verdict.compare import compare
 
 NAME = "yolo11n-fp16-bs1-640-graph"
-
-
-def replay_judge() -> ModuleType:
-    return benchmarks_script("replay_judge")
 
 
 def records(folder: Path, base: list[Measurement], head: list[Measurement]) -> Path:
@@ -32,25 +28,36 @@ def records(folder: Path, base: list[Measurement], head: list[Measurement]) -> P
     return write_records(folder, [{"suspect": suspect.to_json(), **sides}])
 
 
-def test_a_run_is_decided_again_by_this_checkouts_rule(
+def test_a_run_is_decided_again_by_this_kernelgates_rule(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     path = records(tmp_path / "kg-aa-1", replays(GRAPH_BASE, 0), replays(GRAPH_HEAD, 10))
-    script = replay_judge()
-    (found,) = script.replay(path, GateConfig())
+    assert judge_replay.KERNEL == KERNEL and read_records(path)  # the plugin writes what replay reads
+    (found,) = judge_replay.replay(path, GateConfig())
     assert (found.run, found.benchmark, found.outcome, found.processes) == ("kg-aa-1", NAME, "pass", 3)
-    # the rule that judged that run (a replay left as measured) gives its false regression again
-    monkeypatch.setattr(probespeed, "adjust", lambda b, h: (b, h, ((), ())))
-    (earlier,) = script.replay(path, GateConfig())
-    assert earlier.outcome == "regression" and "host input +" in earlier.reason, earlier
-    monkeypatch.undo()
-    monkeypatch.setattr("sys.argv", ["replay_judge.py", str(path), "--config", str(tmp_path / "none.toml")])
-    script.main()
+    assert cli.main(["replay", str(path), "--config", str(tmp_path / "none.toml")]) == 0
     out = capsys.readouterr().out
     assert f"kg-aa-1          {NAME}" in out and out.strip().endswith("pass: 1"), out
+    # the rule that judged that run (a replay left as measured) gives its false regression again: exit 1
+    monkeypatch.setattr(probespeed, "adjust", lambda b, h: (b, h, ((), ())))
+    (earlier,) = judge_replay.replay(path, GateConfig())
+    assert earlier.outcome == "regression" and "host input +" in earlier.reason, earlier
+    assert cli.main(["replay", str(path), "--config", str(tmp_path / "none.toml")]) == 1
+    assert capsys.readouterr().out.strip().endswith("regression: 1")
 
 
 def test_fewer_processes_than_the_judge_needs_stay_open(tmp_path: Path) -> None:
     path = records(tmp_path / "kg-aa-2", replays(GRAPH_BASE, 0)[:2], replays(GRAPH_HEAD, 10)[:2])
-    (found,) = replay_judge().replay(path, GateConfig())
+    (found,) = judge_replay.replay(path, GateConfig())
     assert (found.outcome, found.processes) == ("open", 2)
+
+
+def test_a_file_that_is_no_records_file_is_an_input_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    other = tmp_path / "samehost.json"
+    other.write_text("{}")
+    assert cli.main(["replay", str(other)]) == 2
+    err = capsys.readouterr().err
+    assert "not a same-host judge's records file" in err and "samehost-records.json.xz" in err
+    assert "Traceback" not in err

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from kernelgate import __version__, cli_baseline, config, exits, offline
+from kernelgate import replay as judge_replay
 from kernelgate.baseline import hosts as baseline_hosts
 from kernelgate.baseline import store as baseline
 from kernelgate.coldstart import command
@@ -186,6 +187,26 @@ def _groups(args: argparse.Namespace) -> int:
     return 0
 
 
+def _replay(args: argparse.Namespace) -> int:
+    import lzma
+
+    gate = config.load_pyproject(Path(args.config))[0] if Path(args.config).is_file() else config.GateConfig()
+    found: list[judge_replay.Replayed] = []
+    for name in args.records:
+        try:
+            found += judge_replay.replay(Path(name), gate)
+        except (OSError, ValueError, KeyError, TypeError, EOFError, lzma.LZMAError) as exc:
+            raise exits.InputError(
+                f"{name}: not a same-host judge's records file ({type(exc).__name__}: {exc}); it is "
+                f"<--kernelgate-out>/{judge_replay.RECORDS} of a run whose judge measured"
+            ) from exc
+    if not found:
+        raise exits.InputError(f"no kernel suspect in {', '.join(args.records)}")
+    for line in judge_replay.lines(found):
+        print(line)
+    return 1 if judge_replay.failed(found) else 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     given = list(sys.argv[1:] if argv is None else argv)
     if given[:2] == ["report", "merge"]:
@@ -264,6 +285,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         "the benchmark id names (yolov8n-fp16-bs1-640 -> yolov8n.yaml; needs ultralytics)",
     )
     grp.set_defaults(run=_groups)
+    rpl = sub.add_parser(
+        "replay",
+        help="decide the same-host judge's kernel suspects again from a run's samehost-records.json.xz, "
+        "by this kernelgate's rule (exit 1 if one is a regression or a doubt)",
+    )
+    rpl.add_argument("records", nargs="+", help="e.g. .kernelgate/samehost-records.json.xz")
+    rpl.add_argument("--config", default="pyproject.toml", help="the [tool.kernelgate] the judge reads")
+    rpl.set_defaults(run=_replay)
     cli_baseline.add(sub)
     args = parser.parse_args(given)
     if getattr(args, "rounds", 1) < 1:

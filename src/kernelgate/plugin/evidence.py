@@ -7,8 +7,8 @@ of a round measured first.
 
 Beside it, ``<out>/samehost-records.json.xz``: every record those verdicts came from (each suspect
 with its screen and stored baseline, each process's whole record, base and head), so that a reader,
-or a change to the judge's rules, can decide them again offline, exactly (:func:`read_records`, then
-:func:`kernelgate.verdict.samehost.decide`). On 2026-11-26 a false failure could only be replayed
+or a change to the judge's rules, can decide them again offline, exactly (``kernelgate replay``:
+:mod:`kernelgate.replay`). On 2026-11-26 a false failure could only be replayed
 from the medians of samehost.json."""
 
 from __future__ import annotations
@@ -21,11 +21,12 @@ from typing import Any
 
 from kernelgate.coldstart.phases import ColdStart
 from kernelgate.measure.results import Measurement
+from kernelgate.replay import RECORDS, SCHEMA, read_records
 from kernelgate.verdict.ab import order
 
+__all__ = ["FILE", "RECORDS", "SCHEMA", "keep", "read_records", "row", "write", "write_records"]
+
 FILE = "samehost.json"
-RECORDS = "samehost-records.json.xz"
-SCHEMA = 1
 
 
 def row(nodeid: str, benchmark: str, sides: Mapping[str, Sequence[Mapping[str, Any]]]) -> dict[str, Any]:
@@ -97,11 +98,3 @@ def write_records(out: Path, suspects: Sequence[Mapping[str, Any]]) -> Path:
     text = json.dumps({"schema": SCHEMA, "suspects": list(suspects)}, separators=(",", ":"))
     path.write_bytes(lzma.compress(text.encode("utf-8"), preset=1))
     return path
-
-
-def read_records(path: Path) -> list[dict[str, Any]]:
-    """What :func:`write_records` wrote: per suspect ``suspect``, ``base`` and ``head``."""
-    data = json.loads(lzma.decompress(path.read_bytes()).decode("utf-8"))
-    if data.get("schema") != SCHEMA:
-        raise ValueError(f"{path}: schema {data.get('schema')!r}, this kernelgate reads {SCHEMA}")
-    return list(data["suspects"])
