@@ -53,13 +53,18 @@ class Replayed:
     reason: str
 
 
+def reliable(records: Sequence[Mapping[str, Any]]) -> list[Measurement]:
+    """The processes of one side that the judge decides from: each record whose profile can be trusted
+    (the live judge, :func:`kernelgate.plugin.samehost.decide_kernel`, and this replay alike)."""
+    return [m for m in (Measurement.from_json(x) for x in records) if m.reliable]
+
+
 def decide_again(kept: Mapping[str, Any], config: GateConfig) -> tuple[str, int, str]:
     """The outcome, processes a side and reason of one kernel suspect's records."""
     suspect = kept["suspect"]
     screen = Comparison.from_json(suspect["screen"])
     stored = Measurement.from_json(suspect["baseline"])
-    base = [m for m in (Measurement.from_json(x) for x in kept["base"]) if m.reliable]
-    head = [m for m in (Measurement.from_json(x) for x in kept["head"]) if m.reliable]
+    base, head = reliable(kept["base"]), reliable(kept["head"])
     had = min(len(base), len(head))
     for n in range(config.confirm_min_rounds, had + 1):
         last = n == had and n >= config.confirm_max_rounds

@@ -116,6 +116,15 @@ def probed(result: measure.Measurement, timed: list[float], hosted: list[float])
     )
 
 
+def _prober(into: list[float]) -> Callable[[], None]:
+    """A probe that appends its loop's time (µs) to ``into``."""
+
+    def probe() -> None:
+        into.append(cpuspeed.loop_us())
+
+    return probe
+
+
 class KernelGate:
     """The ``kernelgate`` fixture: ``kernelgate.yolo(model="yolov8n", precision="fp16")``."""
 
@@ -213,12 +222,7 @@ class KernelGate:
         # the CPU's speed before each timed step, whatever the code (kernelgate.verdict.probespeed)
         probes: list[float] = []
         probes_host: list[float] = []
-
-        def probe() -> None:
-            probes.append(cpuspeed.loop_us())
-
-        def probe_host() -> None:
-            probes_host.append(cpuspeed.loop_us())
+        probe, probe_host = _prober(probes), _prober(probes_host)
 
         with torch.no_grad():
             for _ in range(3):

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from kernelgate import replay
 from kernelgate.baseline.names import safe_name
 from kernelgate.coldstart import verdict as coldverdict
 from kernelgate.coldstart.phases import ColdStart
@@ -244,9 +245,7 @@ def decide_kernel(state: State) -> Decider:
 
     def decide(s: Suspect, base: Sequence[Mapping[str, Any]], head: Sequence[Mapping[str, Any]],
                final: bool) -> samehost.Decision | str:  # fmt: skip
-        b = [Measurement.from_json(x) for x in base]
-        h = [Measurement.from_json(x) for x in head]
-        b, h = [m for m in b if m.reliable], [m for m in h if m.reliable]
+        b, h = replay.reliable(base), replay.reliable(head)
         found = samehost.decide(s.screen, Measurement.from_json(s.baseline), b, h, cfg, final=final)
         return found if found is not None else samehost.still_open(b, h, cfg)  # more rounds
 
