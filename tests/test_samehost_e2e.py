@@ -58,6 +58,21 @@ with open(os.environ.get("KG_LOADED", os.devnull), "a") as f:
 """
 
 
+# a conftest.py that sets a variable at import (as ``import ultralytics`` sets OMP_NUM_THREADS): each
+# process says what it found first. The judge's processes must start from the environment pytest was
+# started with, not from what the parent's code set since (plugin/startenv.py)
+ENV_SETTER = """
+import os, sys
+
+if "KG_LOADED" in os.environ:
+    child = any(a.startswith("--kernelgate-confirm-out") for a in sys.argv)
+    with open(os.environ["KG_LOADED"], "a") as f:
+        found = os.environ.get("KG_SET_AT_IMPORT", "unset")
+        f.write(("child" if child else "parent") + "-found:" + found + "\\n")
+    os.environ["KG_SET_AT_IMPORT"] = "set"
+"""
+
+
 def git(path: Path, *args: str) -> None:
     subprocess.run(
         ["git", "-c", "user.email=ci@example.com", "-c", "user.name=ci", *args],
@@ -138,6 +153,7 @@ def test_a_plugin_on_both_sides_reaches_every_child(
     # loop this A/A failed once: host model.22 +180.0 % base -> head (2026-11-26)
     pytester.makepyprojecttoml(PYPROJECT.replace("_rounds = 2", "_rounds = 3"))
     pytester.makepyfile(test_suite=SUITE, slowplugin=SLOW_UPSAMPLE)
+    pytester.makeconftest(ENV_SETTER)  # on both sides
     pytester.path.joinpath(".gitignore").write_text(".kernelgate/\n")
     git(pytester.path, "init", "-q", "-b", "main")
     commit(pytester.path, "base")
@@ -150,6 +166,14 @@ def test_a_plugin_on_both_sides_reaches_every_child(
     lines = loaded.read_text().split()
     assert lines.count("parent") == 1
     assert lines.count("child") == 6  # 3 rounds x (base, head): the plugin was in every child
+    # what the parent's conftest.py set at import reached no child: each found the environment pytest
+    # started with, and set the variable again itself (base and head alike)
+    assert lines.count("parent-found:unset") == 1
+    assert lines.count("child-found:unset") == 6, lines
+    result.stdout.fnmatch_lines(
+        ["*same-host judge: this run's code changed the environment after pytest started: *"
+         "KG_SET_AT_IMPORT=set (started unset)*"]
+    )  # fmt: skip
     # base and head agree: not from this change. (On a GPU a device-side layer this far off the
     # baseline makes it inconclusive, tests/test_samehost.py; on a CPU every op is host work.) On a
     # loaded CPU the processes of the same code may still be too far apart to say so (host model.22

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from kernelgate import config as cfg
-from kernelgate.plugin import finish, options
+from kernelgate.plugin import finish, options, startenv
 from kernelgate.plugin.session import RECEIVED_KEY, SLOTS_KEY, STATE_KEY
 
 if TYPE_CHECKING:
@@ -28,14 +28,23 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 @pytest.hookimpl(tryfirst=True)
+def pytest_load_initial_conftests(early_config: pytest.Config) -> None:
+    """The environment before conftest.py files run: what the same-host judge's processes start from
+    (:mod:`kernelgate.plugin.startenv`). Dropped in pytest_configure where kernelgate is off."""
+    startenv.remember(early_config)
+
+
+@pytest.hookimpl(tryfirst=True)
 def pytest_configure(config: pytest.Config) -> None:
     if config.getoption("kernelgate_disable"):
+        startenv.forget(config)
         return
     try:
         gate_config, found = options.load_config(config)
     except cfg.ConfigError as exc:
         raise pytest.UsageError(f"kernelgate: {exc}") from exc
     if not (found or options.given(config)):
+        startenv.forget(config)
         return
     from kernelgate.machine.identity import detect_arch_key
     from kernelgate.plugin.session import Options, State
@@ -73,7 +82,9 @@ def pytest_configure(config: pytest.Config) -> None:
     if opts.device != "cpu" and (hasattr(config, "workerinput") or config.getoption("dist", "no") != "no"):
         from kernelgate.plugin import workers  # pytest-xdist: a GPU per worker
 
+        before = dict(os.environ)
         slots = workers.spread_over_gpus(config)
+        startenv.keep_own(config, before)  # a worker's GPU and CPU share travel to its children
         if slots is not None:
             config.stash[SLOTS_KEY] = slots
     arch = detect_arch_key(force_cpu=opts.device == "cpu")

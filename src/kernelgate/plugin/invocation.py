@@ -1,8 +1,9 @@
 """The user's whole invocation, for every child pytest the gate starts (same-host A/B rounds).
 
 A child must measure what the parent measured: the same ``-p`` plugins, ``-o`` ini overrides,
-``-c``/``--rootdir``, conftest options, ``--kernelgate-*`` and ``--benchmark-*`` options, and the same
-environment (inherited). Left out is only what selects tests or shapes the parent's own output and
+``-c``/``--rootdir``, conftest options, ``--kernelgate-*`` and ``--benchmark-*`` options, and the
+environment pytest was started with (not what the head's conftest.py or imports set since:
+:mod:`kernelgate.plugin.startenv`). Left out is only what selects tests or shapes the parent's own output and
 files: the positional test paths, ``-k``/``-m``/``--deselect``/``--lf``/..., pytest-xdist, and the
 options that save, report or write results (the child writes its own record for the parent).
 For the base side, paths inside the head's checkout are mapped into the base's.

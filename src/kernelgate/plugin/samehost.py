@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -35,7 +34,7 @@ from kernelgate.coldstart.phases import ColdStart
 from kernelgate.config import Threshold, node_target
 from kernelgate.machine import sideenv
 from kernelgate.measure.results import Dist, Measurement
-from kernelgate.plugin import basetree, evidence, invocation, standby
+from kernelgate.plugin import basetree, evidence, invocation, standby, startenv
 from kernelgate.verdict import ab, reported, samehost
 from kernelgate.verdict.compare import Comparison, Judgement
 from kernelgate.verdict.delta import process_rule
@@ -144,9 +143,14 @@ class Judge:
             base_cwd = tree / cwd.relative_to(self.head_root)
         except ValueError:
             base_cwd = tree
-        head_env = dict(os.environ)
+        # the environment pytest started with, not what the head's conftest.py or imports set since
+        # (plugin/startenv.py): each side's code sets that again in its own processes
+        start, changed = startenv.for_children(self.config)
+        if changed:
+            self.log(startenv.describe(changed, start))
+        head_env = dict(start)
         # the deliberate slowdowns stand for a change in the head (--kernelgate-slow-layer likewise)
-        base_env = {k: v for k, v in os.environ.items() if k not in HEAD_ONLY_VARIABLES}
+        base_env = {k: v for k, v in start.items() if k not in HEAD_ONLY_VARIABLES}
         # the packages imported from the head's checkout come from the side's checkout, before the
         # side's own environment, if it has one (kernelgate.machine.sideenv)
         roots = basetree.package_roots(self.head_root)
@@ -157,7 +161,7 @@ class Judge:
                 continue  # the environment of this run, as it is
             mapped = [str(side.root / r.relative_to(self.head_root)) for r in roots]
             if mapped or found:
-                side.env["PYTHONPATH"] = sideenv.pythonpath(mapped, found, os.environ.get("PYTHONPATH"))
+                side.env["PYTHONPATH"] = sideenv.pythonpath(mapped, found, start.get("PYTHONPATH"))
             if found:
                 self.log(sideenv.describe(found, side.env, side.cwd))
         return sides

@@ -1,0 +1,69 @@
+"""The environment the run was started in: what the same-host judge's processes start from.
+
+The parent pytest process runs the head's code: a ``conftest.py``, a plugin or an import of it may set
+environment variables (``os.environ["OMP_NUM_THREADS"] = "1"``; some ultralytics versions set
+variables of their own at import). Handed on to the base's processes, such a variable makes the base
+run with the head's setting, and a regression that comes in through it is measured on both sides and
+called "base and head agree": a green build that hid the change. Seen on an H100 machine
+(2026-11-27): a head whose ``conftest.py`` set ``OMP_NUM_THREADS=1`` at import gave every base process
+``OMP_NUM_THREADS=1`` and one torch thread.
+
+So each side's processes start from the environment pytest was started with (taken before the initial
+``conftest.py`` files are loaded), plus what kernelgate itself set in this process (an xdist worker's
+GPU and CPU share); what a side's own code sets at import it sets again in its own processes.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+
+import pytest
+
+START_KEY = pytest.StashKey[dict[str, str]]()
+OWN_KEY = pytest.StashKey[dict[str, str]]()
+
+
+def remember(config: pytest.Config) -> None:
+    """Keep the environment as it is now (``pytest_load_initial_conftests``: before conftest.py)."""
+    config.stash[START_KEY] = dict(os.environ)
+
+
+def forget(config: pytest.Config) -> None:
+    """Drop what :func:`remember` kept (kernelgate is off in this run)."""
+    if START_KEY in config.stash:
+        del config.stash[START_KEY]
+
+
+def keep_own(config: pytest.Config, before: Mapping[str, str]) -> None:
+    """Keep what kernelgate changed in ``os.environ`` since ``before`` (its own settings travel)."""
+    own = config.stash.get(OWN_KEY, {})
+    own.update({k: v for k, v in os.environ.items() if before.get(k) != v})
+    config.stash[OWN_KEY] = own
+
+
+def for_children(config: pytest.Config) -> tuple[dict[str, str], list[str]]:
+    """The environment the judge's processes start from, and the variables this process changed
+    since pytest started that they do not get (set, changed or removed by a conftest.py, a plugin or
+    an import). Where the start was not kept (kernelgate registered late, by a conftest.py's
+    ``pytest_plugins``), the environment as it is now."""
+    start = config.stash.get(START_KEY, None)
+    if start is None:
+        return dict(os.environ), []
+    own = config.stash.get(OWN_KEY, {})
+    now = os.environ
+    changed = sorted(k for k in set(start) | set(now) if k not in own and start.get(k) != now.get(k))
+    return dict(start) | own, changed
+
+
+def describe(changed: list[str], start: Mapping[str, str]) -> str:
+    """The judge's line about ``changed`` (from :func:`for_children`)."""
+    shown = [f"{k}={os.environ.get(k, '(unset)')} (started {start.get(k, 'unset')})" for k in changed[:6]]
+    more = f" and {len(changed) - 6} more" if len(changed) > 6 else ""
+    now = ", ".join(shown)
+    return (
+        f"kernelgate: same-host judge: this run's code changed the environment after pytest started: "
+        f"{now}{more}. Each side's processes start from the environment pytest started with and set "
+        "again what their own code sets (a conftest.py or import of the head sets it in the head's "
+        "processes only)."
+    )
