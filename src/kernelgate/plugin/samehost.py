@@ -158,7 +158,7 @@ class Judge:
         for side in sides:
             found = overlays.get(side.name)
             if side.name == "head" and found is None:
-                continue  # the environment of this run, as it is
+                continue  # the environment pytest started with, as it is
             mapped = [str(side.root / r.relative_to(self.head_root)) for r in roots]
             if mapped or found:
                 side.env["PYTHONPATH"] = sideenv.pythonpath(mapped, found, start.get("PYTHONPATH"))
