@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import shlex
 import shutil
 import subprocess
 import sys
@@ -35,7 +36,7 @@ from kernelgate.config import Threshold, node_target
 from kernelgate.machine import sideenv
 from kernelgate.measure.results import Dist, Measurement
 from kernelgate.plugin import basetree, evidence, invocation, standby, startenv
-from kernelgate.verdict import ab, reported, samehost
+from kernelgate.verdict import ab, neighbours, reported, samehost
 from kernelgate.verdict.compare import Comparison, Judgement
 from kernelgate.verdict.delta import process_rule
 
@@ -99,6 +100,8 @@ class Judge:
         self.rootpath = Path(config.rootpath).resolve()
         self.work = Path(tempfile.mkdtemp(prefix="kernelgate-judge-"))
         self.args = invocation.child_args(config.invocation_params.args, config.option.file_or_dir or [])
+        self.order: list[str] = []  # the kernel suspects' benchmarks, as each process measured them
+        self.changed: dict[str, bool] = {}  # whose forward changed, base -> head (verdict/neighbours.py)
 
     def _spawn(self, side: Side, nodeids: Sequence[str], out: Path) -> standby.Child:
         """Start ``side``'s pytest process for ``nodeids``, waiting for its go (plugin/standby.py)."""
@@ -236,6 +239,13 @@ class Judge:
             decided[s.nodeid] = samehost.unsettled(
                 s.screen.benchmark, f"not settled after {cfg.confirm_max_rounds} round(s) per side"
             )
+        kernels = [s for s in suspects if s.kind == KERNEL]
+        self.order = [s.screen.benchmark for s in kernels]
+        self.changed = {
+            s.screen.benchmark: neighbours.forward_changed(Measurement.from_json(base.records[s.nodeid][0]),
+                                                           Measurement.from_json(head.records[s.nodeid][0]))
+            for s in kernels if base.records.get(s.nodeid) and head.records.get(s.nodeid)
+        }  # fmt: skip
         return decided
 
 
@@ -344,7 +354,12 @@ def judge_session(config: pytest.Config, state: State) -> None:
             "process's output)"
         )
     for suspect in state.suspects:
-        decision = decisions[suspect.nodeid]
+        alone = "pytest " + shlex.quote(
+            node_target(suspect.nodeid, config.rootpath, config.invocation_params.dir)
+        )
+        decision = neighbours.neighboured(
+            decisions[suspect.nodeid], suspect.screen.benchmark, judge.order, judge.changed, alone
+        )
         merged = reported.merged(suspect.screen, decision)
         judged = Judged(
             merged.benchmark, digest(suspect.baseline), decision.outcome.value, decision.reason, merged

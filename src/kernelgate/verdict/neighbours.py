@@ -1,0 +1,61 @@
+"""Configurations measured one after another in one process: a change in one can move the next.
+
+The same-host judge measures its suspects one after another in each side's process. Seen on an H100
+machine (2026-11-27, docs/sensitivity.md, eleventh session): a head that changed some configurations
+(an extra kernel in yolov8n fp32's model.22, a synchronisation in yolo26n fp16) also failed three
+measured after them in the same processes that had no change of their own: the same kernels on both
+sides, small elementwise and layout kernels 0.1-0.3 µs off in every head process, layers +3.0 … +5.7 %
+(and others -2.5 %). What a configuration leaves in the process (where the next model's tensors land,
+it seems) is part of the next one's measurement there. That is not proven, and the regression is
+measured, so the verdict stands; the message says it: where a regressed configuration launches the
+same kernels on both sides and an earlier one in the same processes does not, it names the earlier
+one and the command that measures this configuration alone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+
+from kernelgate.measure.results import Measurement
+from kernelgate.verdict import structure
+from kernelgate.verdict.samehost import Decision, Outcome
+
+
+def forward_changed(base: Measurement, head: Measurement) -> bool:
+    """Whether the head's forward launches something else than the base's (kernels, their launches, a
+    wait for the device), measured on this runner."""
+    return bool(structure.changes(base, head))
+
+
+def earlier_changed(order: Sequence[str], changed: Mapping[str, bool], name: str) -> list[str]:
+    """The configurations measured before ``name`` in the same processes (``order``) whose forward
+    changed, where ``name``'s own did not; empty otherwise (or where ``name`` is not in ``order``)."""
+    if name not in order or changed.get(name, True):
+        return []
+    return [other for other in order[: order.index(name)] if changed.get(other, False)]
+
+
+def note(earlier: Sequence[str], command: str) -> str:
+    """The sentence for a regression measured after ``earlier`` (from :func:`earlier_changed`)."""
+    named = ", ".join(earlier[:3]) + (f" and {len(earlier) - 3} more" if len(earlier) > 3 else "")
+    return (
+        f"its kernels are the same on both sides, and it was measured after {named} in the same "
+        "processes, whose forward did change: what that leaves in a process can move the next "
+        "configuration's small kernels by a few % (seen on an H100 machine, 2026-11-27). To tell, "
+        f"measure it alone: {command}"
+    )
+
+
+def neighboured(
+    decision: Decision, name: str, order: Sequence[str], changed: Mapping[str, bool], command: str
+) -> Decision:
+    """``decision`` with :func:`note` added to its reason where it is a regression measured after a
+    configuration whose forward changed while its own did not (benchmark names in ``order``,
+    ``name``'s among them); ``command`` measures it alone."""
+    if decision.outcome is not Outcome.REGRESSION:
+        return decision
+    earlier = earlier_changed(order, changed, name)
+    if not earlier:
+        return decision
+    return replace(decision, reason=f"{decision.reason}; {note(earlier, command)}")
