@@ -21,6 +21,7 @@ def test_what_the_code_set_since_the_start_does_not_travel(
     # the head's conftest.py / `import ultralytics`
     monkeypatch.setenv("OMP_NUM_THREADS", "1")
     monkeypatch.delenv("KG_GONE")
+    monkeypatch.setenv("KG_LONG", "/a/long/path/" * 10)  # cv2 sets LD_LIBRARY_PATH so
     # kernelgate's own: an xdist worker pinned to its GPU
     before = dict(os.environ)
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "3")
@@ -31,10 +32,11 @@ def test_what_the_code_set_since_the_start_does_not_travel(
     assert env["KG_GONE"] == "there at the start"
     assert env["KG_USER"] == "from the job"
     assert env["CUDA_VISIBLE_DEVICES"] == "3"
-    assert changed == ["KG_GONE", "OMP_NUM_THREADS"]
+    assert changed == ["KG_GONE", "KG_LONG", "OMP_NUM_THREADS"]
     line = startenv.describe(changed, config.stash[startenv.START_KEY])
     assert "OMP_NUM_THREADS=1 (started unset)" in line
     assert "KG_GONE=(unset) (started there at the start)" in line
+    assert "KG_LONG=/a/long/path//a/long/path//a/long/pat... (started unset)" in line
 
 
 def test_without_a_start_the_environment_as_it_is(pytester: pytest.Pytester) -> None:

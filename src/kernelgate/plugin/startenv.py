@@ -58,7 +58,13 @@ def for_children(config: pytest.Config) -> tuple[dict[str, str], list[str]]:
 
 def describe(changed: list[str], start: Mapping[str, str]) -> str:
     """The judge's line about ``changed`` (from :func:`for_children`)."""
-    shown = [f"{k}={os.environ.get(k, '(unset)')} (started {start.get(k, 'unset')})" for k in changed[:6]]
+
+    def cut(value: str) -> str:  # LD_LIBRARY_PATH and the like: their start is what tells them apart
+        return value if len(value) <= 40 else value[:37] + "..."
+
+    shown = [
+        f"{k}={cut(os.environ.get(k, '(unset)'))} (started {cut(start.get(k, 'unset'))})" for k in changed[:6]
+    ]
     more = f" and {len(changed) - 6} more" if len(changed) > 6 else ""
     now = ", ".join(shown)
     return (
