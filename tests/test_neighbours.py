@@ -19,7 +19,7 @@ from kernelgate.verdict.samehost import Decision, Outcome
 RECORDS = Path(__file__).parent / "data" / "h100-multi-host-first-processes.json.xz"
 
 
-def load() -> tuple[list[str], dict[str, bool]]:
+def load() -> tuple[list[list[str]], dict[str, bool]]:
     doc = json.loads(lzma.decompress(RECORDS.read_bytes()))
     order = [s["benchmark"] for s in doc["suspects"]]
     changed = {
@@ -28,12 +28,12 @@ def load() -> tuple[list[str], dict[str, bool]]:
         )
         for s in doc["suspects"]
     }
-    return order, changed
+    return [order, order, order], changed  # three rounds, every suspect open in each
 
 
 def test_the_measured_forwards_changed_where_the_head_changed_them() -> None:
-    order, changed = load()
-    assert order[0] == "yolov8n-fp32-bs1-640"
+    rounds, changed = load()
+    assert rounds[0][0] == "yolov8n-fp32-bs1-640"
     assert {name for name, c in changed.items() if c} == {
         "yolov8n-fp32-bs1-640",  # a new kernel in model.22
         "yolo26n-fp16-bs1-640",  # a wait for the device after model.5
@@ -41,27 +41,39 @@ def test_the_measured_forwards_changed_where_the_head_changed_them() -> None:
 
 
 def test_an_unchanged_configuration_after_a_changed_one_names_it() -> None:
-    order, changed = load()
-    assert neighbours.earlier_changed(order, changed, "yolov8n-fp16-bs1-640-graph") == [
+    rounds, changed = load()
+    assert neighbours.earlier_changed(rounds, changed, "yolov8n-fp16-bs1-640-graph") == [
         "yolov8n-fp32-bs1-640"
     ]
-    assert neighbours.earlier_changed(order, changed, "yolov8n-fp32-bs1-640") == []  # itself changed
-    assert neighbours.earlier_changed(order, changed, "yolo26n-fp16-bs1-640") == []  # itself changed
+    assert neighbours.earlier_changed(rounds, changed, "yolov8n-fp32-bs1-640") == []  # itself changed
+    assert neighbours.earlier_changed(rounds, changed, "yolo26n-fp16-bs1-640") == []  # itself changed
     decision = Decision(
         "yolov8n-fp16-bs1-640-graph", Outcome.REGRESSION, "base -> head on this runner: model.8 +3.6 %"
     )
-    said = neighbours.neighboured(decision, decision.benchmark, order, changed, "pytest 'x.py::t[a]'")
+    said = neighbours.neighboured(decision, decision.benchmark, rounds, changed, "pytest 'x.py::t[a]'")
     assert said.outcome is Outcome.REGRESSION  # the verdict stands
     assert said.reason.startswith("base -> head on this runner: model.8 +3.6 %; its kernels are the same")
-    assert "measured after yolov8n-fp32-bs1-640 in the same processes" in said.reason
+    assert "every process measured it after yolov8n-fp32-bs1-640, whose forward did change" in said.reason
     assert said.reason.endswith("measure it alone: pytest 'x.py::t[a]'")
 
 
+def test_a_changed_configuration_settled_early_is_not_named_for_the_rounds_without_it() -> None:
+    # yolov8n fp32 decided at the first round: the later processes did not measure it first, so the
+    # regression of the graph replay, measured there too, is not put down to it
+    rounds, changed = load()
+    later = [name for name in rounds[0] if name != "yolov8n-fp32-bs1-640"]
+    assert neighbours.earlier_changed([rounds[0], later, later], changed, "yolov8n-fp16-bs1-640-graph") == []
+    # a round that did not measure the configuration does not count
+    assert neighbours.earlier_changed(
+        [rounds[0], ["yolov8n-fp32-bs1-640"]], changed, "yolov8n-fp16-bs1-640-graph"
+    ) == ["yolov8n-fp32-bs1-640"]
+
+
 def test_a_pass_or_a_first_configuration_is_left_as_it_is() -> None:
-    order, changed = load()
+    rounds, changed = load()
     passed = Decision("yolov8n-fp16-bs1-640-graph", Outcome.PASS, "base and head agree on this runner")
-    assert neighbours.neighboured(passed, passed.benchmark, order, changed, "pytest x") is passed
+    assert neighbours.neighboured(passed, passed.benchmark, rounds, changed, "pytest x") is passed
     first = {**changed, "yolov8n-fp32-bs1-640": False}  # nothing changed before it
     regressed = Decision("yolov8n-fp16-bs1-640-graph", Outcome.REGRESSION, "model.8 +3.6 %")
-    assert neighbours.neighboured(regressed, regressed.benchmark, order, first, "pytest x") is regressed
-    assert neighbours.earlier_changed(order, changed, "not-a-suspect") == []
+    assert neighbours.neighboured(regressed, regressed.benchmark, rounds, first, "pytest x") is regressed
+    assert neighbours.earlier_changed(rounds, changed, "not-a-suspect") == []

@@ -82,9 +82,7 @@ def pytest_configure(config: pytest.Config) -> None:
     if opts.device != "cpu" and (hasattr(config, "workerinput") or config.getoption("dist", "no") != "no"):
         from kernelgate.plugin import workers  # pytest-xdist: a GPU per worker
 
-        before = dict(os.environ)
         slots = workers.spread_over_gpus(config)
-        startenv.keep_own(config, before)  # a worker's GPU and CPU share travel to its children
         if slots is not None:
             config.stash[SLOTS_KEY] = slots
     arch = detect_arch_key(force_cpu=opts.device == "cpu")

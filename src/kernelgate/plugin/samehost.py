@@ -100,7 +100,7 @@ class Judge:
         self.rootpath = Path(config.rootpath).resolve()
         self.work = Path(tempfile.mkdtemp(prefix="kernelgate-judge-"))
         self.args = invocation.child_args(config.invocation_params.args, config.option.file_or_dir or [])
-        self.order: list[str] = []  # the kernel suspects' benchmarks, as each process measured them
+        self.orders: list[list[str]] = []  # each round's kernel benchmarks, as its processes measured them
         self.changed: dict[str, bool] = {}  # whose forward changed, base -> head (verdict/neighbours.py)
 
     def _spawn(self, side: Side, nodeids: Sequence[str], out: Path) -> standby.Child:
@@ -195,6 +195,7 @@ class Judge:
             # the other (with a start-up beside a measuring process, an A/A run on an H100 failed on
             # the host side, 2026-11-25: plugin/standby.py)
             ids = [s.nodeid for s in pending]
+            self.orders.append([s.screen.benchmark for s in pending if s.kind == KERNEL])
             children = [self._spawn(side, ids, self.work / f"{side.name}-{r}")
                         for side in ab.order(sides, r)]  # fmt: skip
             standby.await_ready(children, CHILD_TIMEOUT_S)
@@ -240,7 +241,6 @@ class Judge:
                 s.screen.benchmark, f"not settled after {cfg.confirm_max_rounds} round(s) per side"
             )
         kernels = [s for s in suspects if s.kind == KERNEL]
-        self.order = [s.screen.benchmark for s in kernels]
         self.changed = {
             s.screen.benchmark: neighbours.forward_changed(Measurement.from_json(base.records[s.nodeid][0]),
                                                            Measurement.from_json(head.records[s.nodeid][0]))
@@ -354,12 +354,12 @@ def judge_session(config: pytest.Config, state: State) -> None:
             "process's output)"
         )
     for suspect in state.suspects:
-        alone = "pytest " + shlex.quote(
-            node_target(suspect.nodeid, config.rootpath, config.invocation_params.dir)
-        )
-        decision = neighbours.neighboured(
-            decisions[suspect.nodeid], suspect.screen.benchmark, judge.order, judge.changed, alone
-        )
+        decision = decisions[suspect.nodeid]
+        if suspect.kind == KERNEL:  # measured after another configuration's change in its processes
+            target = node_target(suspect.nodeid, config.rootpath, config.invocation_params.dir)
+            alone = shlex.join(["pytest", *judge.args, target])  # the whole invocation, this test alone
+            name = suspect.screen.benchmark
+            decision = neighbours.neighboured(decision, name, judge.orders, judge.changed, alone)
         merged = reported.merged(suspect.screen, decision)
         judged = Judged(
             merged.benchmark, digest(suspect.baseline), decision.outcome.value, decision.reason, merged

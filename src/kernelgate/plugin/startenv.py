@@ -8,9 +8,12 @@ called "base and head agree": a green build that hid the change. Seen on an H100
 (2026-11-27): a head whose ``conftest.py`` set ``OMP_NUM_THREADS=1`` at import gave every base process
 ``OMP_NUM_THREADS=1`` and one torch thread.
 
-So each side's processes start from the environment pytest was started with (taken before the initial
-``conftest.py`` files are loaded), plus what kernelgate itself set in this process (an xdist worker's
-GPU and CPU share); what a side's own code sets at import it sets again in its own processes.
+So each side's processes start from the environment pytest was started with (taken in
+``pytest_load_initial_conftests``, before the initial ``conftest.py`` files are loaded); what a side's
+own code sets at import it sets again in its own processes. Plugins are imported before that hook
+(``-p`` plugins, entry points, ``PYTEST_PLUGINS``): what one sets at import is in the start, and both
+sides load the same plugins. The judge runs in the process that prints (never in a pytest-xdist
+worker); what kernelgate sets there (``YOLO_OFFLINE`` when it builds a model) each process sets itself.
 """
 
 from __future__ import annotations
@@ -21,7 +24,6 @@ from collections.abc import Mapping
 import pytest
 
 START_KEY = pytest.StashKey[dict[str, str]]()
-OWN_KEY = pytest.StashKey[dict[str, str]]()
 
 
 def remember(config: pytest.Config) -> None:
@@ -35,25 +37,20 @@ def forget(config: pytest.Config) -> None:
         del config.stash[START_KEY]
 
 
-def keep_own(config: pytest.Config, before: Mapping[str, str]) -> None:
-    """Keep what kernelgate changed in ``os.environ`` since ``before`` (its own settings travel)."""
-    own = config.stash.get(OWN_KEY, {})
-    own.update({k: v for k, v in os.environ.items() if before.get(k) != v})
-    config.stash[OWN_KEY] = own
-
-
 def for_children(config: pytest.Config) -> tuple[dict[str, str], list[str]]:
     """The environment the judge's processes start from, and the variables this process changed
-    since pytest started that they do not get (set, changed or removed by a conftest.py, a plugin or
-    an import). Where the start was not kept (kernelgate registered late, by a conftest.py's
-    ``pytest_plugins``), the environment as it is now."""
+    since pytest started that they do not get (set, changed or removed by a conftest.py or an
+    import), those that set a thread count first. Where the start was not kept (kernelgate
+    registered late, by a conftest.py's ``pytest_plugins``), the environment as it is now."""
     start = config.stash.get(START_KEY, None)
     if start is None:
         return dict(os.environ), []
-    own = config.stash.get(OWN_KEY, {})
     now = os.environ
-    changed = sorted(k for k in set(start) | set(now) if k not in own and start.get(k) != now.get(k))
-    return dict(start) | own, changed
+    changed = sorted(
+        (k for k in set(start) | set(now) if start.get(k) != now.get(k)),
+        key=lambda k: ("THREADS" not in k, k),
+    )
+    return dict(start), changed
 
 
 def describe(changed: list[str], start: Mapping[str, str]) -> str:

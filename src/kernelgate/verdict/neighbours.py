@@ -28,34 +28,39 @@ def forward_changed(base: Measurement, head: Measurement) -> bool:
     return bool(structure.changes(base, head))
 
 
-def earlier_changed(order: Sequence[str], changed: Mapping[str, bool], name: str) -> list[str]:
-    """The configurations measured before ``name`` in the same processes (``order``) whose forward
-    changed, where ``name``'s own did not; empty otherwise (or where ``name`` is not in ``order``)."""
-    if name not in order or changed.get(name, True):
+def earlier_changed(rounds: Sequence[Sequence[str]], changed: Mapping[str, bool], name: str) -> list[str]:
+    """The configurations whose forward changed that each process measured before ``name`` (every
+    round's order in ``rounds``; a round that did not measure ``name`` does not count), where
+    ``name``'s own forward did not change; empty otherwise."""
+    if changed.get(name, True):
         return []
-    return [other for other in order[: order.index(name)] if changed.get(other, False)]
+    orders = [list(order) for order in rounds if name in order]
+    if not orders:
+        return []
+    first = orders[0][: orders[0].index(name)]
+    return [o for o in first if changed.get(o, False) and all(o in r[: r.index(name)] for r in orders)]
 
 
 def note(earlier: Sequence[str], command: str) -> str:
     """The sentence for a regression measured after ``earlier`` (from :func:`earlier_changed`)."""
     named = ", ".join(earlier[:3]) + (f" and {len(earlier) - 3} more" if len(earlier) > 3 else "")
     return (
-        f"its kernels are the same on both sides, and it was measured after {named} in the same "
-        "processes, whose forward did change: what that leaves in a process can move the next "
+        f"its kernels are the same on both sides, and every process measured it after {named}, "
+        "whose forward did change: what that leaves in a process can move the next "
         "configuration's small kernels by a few % (seen on an H100 machine, 2026-11-27). To tell, "
         f"measure it alone: {command}"
     )
 
 
 def neighboured(
-    decision: Decision, name: str, order: Sequence[str], changed: Mapping[str, bool], command: str
+    decision: Decision, name: str, rounds: Sequence[Sequence[str]], changed: Mapping[str, bool], command: str
 ) -> Decision:
     """``decision`` with :func:`note` added to its reason where it is a regression measured after a
-    configuration whose forward changed while its own did not (benchmark names in ``order``,
-    ``name``'s among them); ``command`` measures it alone."""
+    configuration whose forward changed while its own did not, in every process (benchmark names,
+    each round's order in ``rounds``); ``command`` measures it alone."""
     if decision.outcome is not Outcome.REGRESSION:
         return decision
-    earlier = earlier_changed(order, changed, name)
+    earlier = earlier_changed(rounds, changed, name)
     if not earlier:
         return decision
     return replace(decision, reason=f"{decision.reason}; {note(earlier, command)}")
