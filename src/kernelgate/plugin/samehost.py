@@ -355,8 +355,8 @@ def judge_session(config: pytest.Config, state: State) -> None:
         )
     for suspect in state.suspects:
         decision = decisions[suspect.nodeid]
+        target = node_target(suspect.nodeid, config.rootpath, config.invocation_params.dir)
         if suspect.kind == KERNEL:  # measured after another configuration's change in its processes
-            target = node_target(suspect.nodeid, config.rootpath, config.invocation_params.dir)
             alone = shlex.join(["pytest", *judge.args, target])  # the whole invocation, this test alone
             name = suspect.screen.benchmark
             decision = neighbours.neighboured(decision, name, judge.orders, judge.changed, alone)
@@ -376,7 +376,6 @@ def judge_session(config: pytest.Config, state: State) -> None:
                 (e.measurement for e in state.measured if e.measurement.benchmark == merged.benchmark), None
             )
             found = changes(base.environment, head.environment) if head is not None else []
-            target = node_target(suspect.nodeid, config.rootpath, config.invocation_params.dir)
             text = failure_message(merged, types, path, found, target=target)
         else:
             text = "\n".join(
