@@ -55,6 +55,15 @@ def test_visible_gpus_are_read_through_nvml_in_cuda_order(
     assert visible.visible_gpus() == (VisibleGpu("GPU-1", h200),)
 
 
+def test_the_host_s_gpus_are_counted_whatever_cuda_visible_devices_hides(
+    three_gpus: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "2")  # a CI job given one GPU of the host
+    assert visible.host_gpu_count() == 3
+    monkeypatch.setitem(sys.modules, "pynvml", fake_pynvml(init_error="Driver Not Loaded"))
+    assert visible.host_gpu_count() == 0
+
+
 def test_no_nvml_means_no_visible_gpu(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "pynvml", fake_pynvml(init_error="Driver Not Loaded"))
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0,1")

@@ -38,6 +38,22 @@ def test_a_worker_takes_its_share() -> None:
     )
 
 
+def test_on_a_host_of_several_gpus_a_job_takes_an_even_share(monkeypatch: pytest.MonkeyPatch) -> None:
+    # 4 jobs of 64 threads on a 64-CPU, 4-GPU host: rounds twice as long, 2 of 4 A/A runs red
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(64)))
+    assert threads.choose(None, None, {}, gpus_on_host=4) == (
+        16,
+        "the 64 CPUs this process may run on, shared among the host's 4 GPUs",
+    )
+    assert threads.choose(None, None, {}, gpus_on_host=1) == (64, "the CPUs this process may run on")
+    assert threads.choose(None, None, {}, gpus_on_host=0)[0] == 64  # no NVML: not shared
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1})
+    assert threads.choose(None, None, {}, gpus_on_host=8)[0] == 1  # never none
+    # what the run set itself, and a pytest-xdist worker's share, are not divided again
+    assert threads.choose(None, "32", {}, gpus_on_host=4)[0] == 32
+    assert threads.choose(None, None, {SHARE_VAR: "0-7"}, gpus_on_host=4)[0] == 8
+
+
 @pytest.mark.parametrize("value", ["0", "-2", "x", ""])
 def test_a_variable_that_is_no_count_is_ignored(value: str) -> None:
     assert threads.choose(None, value, {})[0] == len(os.sched_getaffinity(0))

@@ -12,7 +12,12 @@ before every benchmark:
 2. else ``OMP_NUM_THREADS`` as the run is configured (the job's environment, or what its conftest set:
    the code under test);
 3. else a pytest-xdist worker's share of the CPUs (:mod:`kernelgate.plugin.workers`);
-4. else the CPUs this process may run on.
+4. else the CPUs this process may run on; on a GPU, shared evenly among the GPUs of the host (NVML's
+   count, whatever ``CUDA_VISIBLE_DEVICES`` hides): a runner host with a CI job on each GPU. On a
+   4-GPU H200 host (64 CPUs, 2026-11-27), four jobs of 64 threads each made every judge round twice
+   as long, a fixed CPU loop 0.68 … 1.63 x its median from process to process, and 2 of 4 A/A runs
+   red (OpenMP's waiting threads spin on CPUs the other jobs need); 16 a job is what the baselines'
+   16-CPU, one-GPU hosts used.
 
 The count is recorded with every measurement (``torch_threads``); a baseline recorded with another
 count is an environment change the failure message names, and on a CPU, where every op is host work,
@@ -33,9 +38,12 @@ def _positive(text: str | None) -> int | None:
     return int(text) if text is not None and text.strip().isdigit() and int(text) > 0 else None
 
 
-def choose(configured: int | None, at_start: str | None, environ: Mapping[str, str]) -> tuple[int, str]:
+def choose(
+    configured: int | None, at_start: str | None, environ: Mapping[str, str], gpus_on_host: int = 1
+) -> tuple[int, str]:
     """The thread count and where it came from; ``at_start``: OMP_NUM_THREADS when the run was
-    configured, ``environ``: the environment now."""
+    configured, ``environ``: the environment now, ``gpus_on_host``: the GPUs the CPUs are shared
+    among (1 on a CPU run)."""
     if configured:
         return configured, "threads in [tool.kernelgate]"
     started = _positive(at_start)
@@ -44,4 +52,8 @@ def choose(configured: int | None, at_start: str | None, environ: Mapping[str, s
     share = environ.get(SHARE_VAR)
     if share:
         return len(parse_cpu_list(share)), "this pytest-xdist worker's share of the CPUs"
-    return len(os.sched_getaffinity(0)), "the CPUs this process may run on"
+    cpus = len(os.sched_getaffinity(0))
+    if gpus_on_host > 1:
+        shared = f"the {cpus} CPUs this process may run on, shared among the host's {gpus_on_host} GPUs"
+        return max(1, cpus // gpus_on_host), shared
+    return cpus, "the CPUs this process may run on"

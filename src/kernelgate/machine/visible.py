@@ -69,3 +69,10 @@ def visible_gpus(nvml: Any | None = None) -> tuple[VisibleGpu, ...]:
         near = pinning.mask_cpus([int(w) for w in words]) if words is not None else ()
         found.append(VisibleGpu(entry, gpu_arch_key(name, int(major), int(minor)), near))
     return tuple(found)
+
+
+def host_gpu_count(nvml: Any | None = None) -> int:
+    """How many GPUs the host's driver shows (NVML: whatever ``CUDA_VISIBLE_DEVICES`` hides from this
+    process; a container given one GPU shows one); 0 without NVML."""
+    nvml = nvml or nvml_module()
+    return int(try_read(nvml.nvmlDeviceGetCount) or 0) if nvml is not None else 0
