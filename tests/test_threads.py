@@ -4,11 +4,13 @@
 from __future__ import annotations
 
 import os
+import sys
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
 from factories import measurement
+from fake_nvml import FakeGpu, fake_pynvml
 
 from kernelgate.config import ConfigError, from_table
 from kernelgate.machine import threads
@@ -52,6 +54,18 @@ def test_on_a_host_of_several_gpus_a_job_takes_an_even_share(monkeypatch: pytest
     # what the run set itself, and a pytest-xdist worker's share, are not divided again
     assert threads.choose(None, "32", {}, gpus_on_host=4)[0] == 32
     assert threads.choose(None, None, {SHARE_VAR: "0-7"}, gpus_on_host=4)[0] == 8
+
+
+def test_a_gpu_benchmark_shares_the_cpus_with_the_host_s_other_gpus(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setitem(sys.modules, "pynvml", fake_pynvml(*[FakeGpu(uuid=f"GPU-{i}") for i in range(4)]))
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "3")  # this job's GPU: the other three have jobs too
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(64)))
+    assert threads.for_device("cuda", None, None, {})[0] == 16
+    assert threads.for_device("cuda:0", None, None, {})[0] == 16
+    assert threads.for_device("cpu", None, None, {})[0] == 64  # a CPU run has no GPUs to share with
+    assert threads.for_device("cuda", 2, None, {})[0] == 2  # what the config says stands
 
 
 @pytest.mark.parametrize("value", ["0", "-2", "x", ""])

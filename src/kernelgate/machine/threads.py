@@ -30,6 +30,7 @@ import os
 from collections.abc import Mapping
 
 from kernelgate.machine.pinning import SHARE_VAR, parse_cpu_list
+from kernelgate.machine.visible import host_gpu_count
 
 VARIABLE = "OMP_NUM_THREADS"
 
@@ -57,3 +58,12 @@ def choose(
         shared = f"the {cpus} CPUs this process may run on, shared among the host's {gpus_on_host} GPUs"
         return max(1, cpus // gpus_on_host), shared
     return cpus, "the CPUs this process may run on"
+
+
+def for_device(
+    device: str, configured: int | None, at_start: str | None, environ: Mapping[str, str]
+) -> tuple[int, str]:
+    """:func:`choose` for a benchmark on ``device`` (``cuda…`` or ``cpu``): on a GPU the CPUs are
+    shared among the host's GPUs, a CI job on each."""
+    sharing = host_gpu_count() if device.startswith("cuda") else 1
+    return choose(configured, at_start, environ, sharing)

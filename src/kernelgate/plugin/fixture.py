@@ -20,7 +20,7 @@ from kernelgate.baseline import store as baseline
 from kernelgate.baseline.names import safe_name, shown
 from kernelgate.coldstart.phases import ColdStart
 from kernelgate.config import Policy, node_target
-from kernelgate.machine import cpuspeed, threads, visible
+from kernelgate.machine import cpuspeed, threads
 from kernelgate.measure import faults, integrity, profile, timing
 from kernelgate.measure import results as measure
 from kernelgate.measure.pipeline import CPU_ROUNDS, CPU_SCHEDULE, GPU_ROUNDS, GPU_SCHEDULE, measure_module
@@ -215,10 +215,10 @@ class KernelGate:
         import torch
 
         opts = self.state.options
+        torch.set_num_threads(
+            threads.for_device(self.device, self.state.config.threads, opts.threads_env, os.environ)[0]
+        )
         gpu = self.device.startswith("cuda")
-        sharing = visible.host_gpu_count() if gpu else 1  # a job per GPU: the CPUs are shared
-        count = threads.choose(self.state.config.threads, opts.threads_env, os.environ, sharing)[0]
-        torch.set_num_threads(count)
         step = runner.step
         trace_path = opts.out_dir / "traces" / f"{safe_name(self.node_name)}.json"
         # the CPU's speed before each timed step, whatever the code (kernelgate.verdict.probespeed)
