@@ -108,6 +108,7 @@ def test_a_cold_start_recorded_on_another_host_is_judged_on_this_runner(
     assert "same-host" not in here.stdout.str()
 
     data = json.loads(path.read_text())
+    (this_host,) = {h["id"] for b in data["benchmarks"] for h in b["extra_info"]["kernelgate"]["hosts"]}
     for bench in data["benchmarks"]:  # the same baseline, as another host recorded it
         for host in bench["extra_info"]["kernelgate"]["hosts"]:
             other = replace(HostFingerprint.from_json(host), cpu="Another CPU (64 cores)")
@@ -130,3 +131,20 @@ def test_a_cold_start_recorded_on_another_host_is_judged_on_this_runner(
     assert "coldstart-yolov8n-fp32-bs1-32-empty: pass: base and head agree on this runner" in out
     (bench,) = json.loads((pytester.path / "screen.json").read_text())["benchmarks"]
     assert bench["stats"]["rounds"] == 1  # the screen's one run: the offset, not the verdict
+
+    # this runner appends a round of its own (a fleet's runners each do): its runs go beside the first
+    # host's, and its screen compares with them, as exact as the first host's, with no judge
+    run(
+        pytester, "--kernelgate-save", "--kernelgate-append", "--kernelgate-keep-round=a CI machine's imports"
+    )
+    (entry,) = json.loads(path.read_text())["benchmarks"]
+    assert list(entry["extra_info"]["kernelgate_coldstart_by_host"]) == [this_host]
+    own = run(pytester, "--benchmark-json=own.json")
+    own.assert_outcomes(passed=1)
+    out = own.stdout.str()
+    assert f"kernelgate: cold starts: screened against this runner's own runs (host {this_host}" in out, out[
+        -3000:
+    ]
+    assert "same-host" not in out and "not the host that recorded" not in out
+    (bench,) = json.loads((pytester.path / "own.json").read_text())["benchmarks"]
+    assert bench["stats"]["rounds"] == 2  # the screen's usual runs: it decides

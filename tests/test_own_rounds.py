@@ -5,11 +5,14 @@ suspects on every run, and the same-host judge then measured for minutes)."""
 from __future__ import annotations
 
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 from factories import measurement
 
 from kernelgate.baseline import ownrounds
+from kernelgate.coldstart.phases import ChildSpec, ColdStart, Run
+from kernelgate.coldstart.verdict import BY_HOST_KEY, EXTRA_KEY
 from kernelgate.config import GateConfig
 from kernelgate.machine.fingerprint import HostFingerprint
 from kernelgate.measure.results import Dist, LayerStat, Measurement, combine
@@ -100,10 +103,76 @@ def test_a_cold_start_is_its_first_hosts_runs_whoever_appended_rounds(
     monkeypatch.setattr(coldstart.fingerprint, "this_round", lambda environment, gpu: HOST_B)
     foreign = coldstart.recorded_elsewhere(entry, gpu=True)
     assert foreign is not None and foreign.startswith(f"host {HOST_A.id}: ") and "whose runs" in foreign
-    assert "1 other host(s) appended rounds, not runs" in foreign
+    assert "1 other host(s) appended rounds, but no runs of this runner" in foreign
     monkeypatch.setattr(coldstart.fingerprint, "this_round", lambda environment, gpu: HOST_A)
     assert coldstart.recorded_elsewhere(entry, gpu=True) is None
     unknown = Entry("test_coldstart[x]", replace(entry.measurement, hosts=()), {})
     assert (
         coldstart.recorded_elsewhere(unknown, gpu=True) == "an unknown host: its rounds carry no fingerprint"
     )
+
+
+def cold_record(import_torch_ms: float) -> ColdStart:
+    spec = ChildSpec("yolov8n", "fp16", 1, 640, "cuda", 50)
+    phases = {"startup": 100.0, "import_torch": import_torch_ms, "cuda_init": 150.0, "build": 90.0}
+    runs = (Run(phases, 4000.0, 0), Run(phases, 4000.0, 0))
+    return ColdStart(spec, "empty", "sm90-nvidia-h200", {}, runs, {"torch": "2.11.0+cu130"})
+
+
+def test_a_runner_that_appended_its_own_cold_start_runs_is_screened_against_them(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # host A recorded the entry (import torch 1.94 s); host B appended a round with its runs (2.6 s:
+    # +35 %, as another H200 host measured it, 2026-11-24): B is screened against its own 2.6 s, C
+    # (which appended nothing) against A's, as another host's
+    from kernelgate.baseline.store import Entry
+    from kernelgate.plugin import coldstart
+
+    first, own = cold_record(1940.0), cold_record(2600.0)
+    bench = {"extra_info": {EXTRA_KEY: first.to_json(), BY_HOST_KEY: {HOST_B.id: own.to_json()}}}
+    entry = Entry(
+        "test_coldstart[x]", combine([round_on(HOST_A, 100.0, 0), round_on(HOST_B, 100.0, 1)]), bench
+    )
+    monkeypatch.setattr(coldstart.fingerprint, "this_round", lambda environment, gpu: HOST_B)
+    base, foreign, note = coldstart.screened_against(entry, gpu=True)
+    assert base is not None and base.runs[0].phases_ms["import_torch"] == 2600.0
+    assert foreign is None and note.startswith(f"screened against this runner's own runs (host {HOST_B.id}")
+    monkeypatch.setattr(coldstart.fingerprint, "this_round", lambda environment, gpu: HOST_C)
+    base, foreign, note = coldstart.screened_against(entry, gpu=True)
+    assert base is not None and base.runs[0].phases_ms["import_torch"] == 1940.0
+    assert foreign is not None and foreign.startswith(f"host {HOST_A.id}: ") and note == ""
+    monkeypatch.setattr(coldstart.fingerprint, "this_round", lambda environment, gpu: HOST_A)
+    base, foreign, note = coldstart.screened_against(entry, gpu=True)  # the first host: its own record
+    assert base is not None and base.runs[0].phases_ms["import_torch"] == 1940.0 and foreign is None
+
+
+def test_appending_a_round_adds_the_runner_s_own_runs_and_keeps_the_others(tmp_path: Path) -> None:
+    from kernelgate.baseline import store
+    from kernelgate.baseline.store import Entry
+
+    path = tmp_path / "0001_kernelgate.json"
+    bench = {"name": "test_coldstart[x]", "fullname": "test_coldstart[x]", "stats": {}, "params": None}
+
+    def entry(host: HostFingerprint, ms: float, by_host: bool) -> Entry:
+        extra: dict[str, object] = {EXTRA_KEY: cold_record(ms).to_json()}
+        if by_host:
+            extra[BY_HOST_KEY] = {host.id: cold_record(ms).to_json()}
+        return Entry("test_coldstart[x]", round_on(host, 100.0, int(ms)), {**bench, "extra_info": extra})
+
+    first = store.merge(path, [entry(HOST_A, 1940.0, False)])
+    store.write_document(
+        path, store.document(first, "sm90-nvidia-h200", {}, {}, "2026-11-27T04:30:00", "5.2.3")
+    )
+    for host, ms in ((HOST_B, 2600.0), (HOST_C, 3100.0), (HOST_B, 2650.0)):  # B appends twice
+        merged = store.merge(path, [entry(host, ms, True)], append=True)
+        store.write_document(
+            path, store.document(merged, "sm90-nvidia-h200", {}, {}, "2026-11-27T04:30:00", "5.2.3")
+        )
+    (kept,) = store.load(path).values()
+    extra = kept.benchmark["extra_info"]
+    assert ColdStart.from_json(extra[EXTRA_KEY]).runs[0].phases_ms["import_torch"] == 1940.0  # the first's
+    runs = {
+        h: ColdStart.from_json(r).runs[0].phases_ms["import_torch"] for h, r in extra[BY_HOST_KEY].items()
+    }
+    assert runs == {HOST_B.id: 2650.0, HOST_C.id: 3100.0}  # each appending runner's latest
+    assert len(kept.measurement.round_hosts) == 4

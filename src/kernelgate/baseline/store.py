@@ -40,6 +40,8 @@ from kernelgate.machine.fingerprint import RecordedHosts
 from kernelgate.measure.results import Measurement, combine
 
 SCHEMA_VERSION = 2
+# extra_info keys that hold an item per host id; merged, not replaced, when a round is appended
+BY_HOST = "_by_host"
 FILE_NAME = "0001_kernelgate.json"
 SAMPLES_FORMAT = (
     "xz-compressed JSON: per benchmark, its kernels and the samples of its other distributions by JSON "
@@ -286,9 +288,25 @@ def merge(path: Path, new: Iterable[Entry], arch: str | None = None, append: boo
     for entry in new:
         old = merged.get(entry.fullname)
         if append and old is not None:
-            entry = Entry(entry.fullname, combine([old.measurement, entry.measurement]), old.benchmark)
+            bench = _by_host_merged(old.benchmark, entry.benchmark)
+            entry = Entry(entry.fullname, combine([old.measurement, entry.measurement]), bench)
         merged[entry.fullname] = entry
     return list(merged.values())
+
+
+def _by_host_merged(old: Mapping[str, Any], new: Mapping[str, Any]) -> Mapping[str, Any]:
+    """``old``'s pytest-benchmark fields, with each ``extra_info`` mapping by host id (a key ending in
+    ``_by_host``, e.g. a cold start's own runs on each runner that appended a round) updated by
+    ``new``'s: the appending host's item replaces its earlier one, the other hosts' stay."""
+    old_extra, new_extra = old.get("extra_info") or {}, new.get("extra_info") or {}
+    maps = {k: v for k, v in new_extra.items() if k.endswith(BY_HOST) and isinstance(v, Mapping)}
+    if not maps:
+        return old
+    extra = dict(old_extra)
+    for key, items in maps.items():
+        before = extra.get(key)
+        extra[key] = {**(before if isinstance(before, Mapping) else {}), **items}
+    return {**old, "extra_info": extra}
 
 
 def _checked_rounds(

@@ -31,12 +31,24 @@ if TYPE_CHECKING:
     from kernelgate.baseline.store import Entry
 
 EXTRA_KEY = "kernelgate_coldstart"
+# the runs of each runner that appended a round (``--kernelgate-save --kernelgate-append``), by host id:
+# the entry's record stays the first round's (pytest-benchmark's fields), so a runner that appended its
+# own would otherwise be screened against the first host's runs (baseline.store merges the map)
+BY_HOST_KEY = "kernelgate_coldstart_by_host"
 
 
 def record_of(entry: Entry) -> ColdStart | None:
     """The cold-start record of a baseline entry (None for a kernel benchmark)."""
     extra = entry.benchmark.get("extra_info") or {}
     data = extra.get(EXTRA_KEY) if isinstance(extra, Mapping) else None
+    return ColdStart.from_json(data) if isinstance(data, Mapping) else None
+
+
+def own_record(entry: Entry, host_id: str) -> ColdStart | None:
+    """The runs that host ``host_id`` appended to a cold-start baseline entry (None: it appended none)."""
+    extra = entry.benchmark.get("extra_info") or {}
+    by_host = extra.get(BY_HOST_KEY) if isinstance(extra, Mapping) else None
+    data = by_host.get(host_id) if isinstance(by_host, Mapping) else None
     return ColdStart.from_json(data) if isinstance(data, Mapping) else None
 
 
@@ -86,11 +98,14 @@ def carrier(record: ColdStart, host: HostFingerprint | None = None) -> Measureme
     )
 
 
-def bench_fields(stats: Any, fullname: str, record: ColdStart) -> dict[str, Any]:
-    """pytest-benchmark's fields of the entry (``stats`` as the fixture has them), record included."""
+def bench_fields(stats: Any, fullname: str, record: ColdStart, host_id: str | None = None) -> dict[str, Any]:
+    """pytest-benchmark's fields of the entry (``stats`` as the fixture has them), record included;
+    with ``host_id`` (a round appended to a baseline) the record also as that host's own runs."""
     bench: dict[str, Any] = dict(stats.as_dict(include_data=False)) if stats is not None else {}
     bench.setdefault("fullname", fullname)
     bench["extra_info"] = {EXTRA_KEY: record.to_json()}
+    if host_id is not None:
+        bench["extra_info"][BY_HOST_KEY] = {host_id: record.to_json()}
     return bench
 
 

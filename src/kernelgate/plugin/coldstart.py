@@ -19,6 +19,7 @@ from kernelgate.coldstart.verdict import (
     bench_fields,
     carrier,
     compare_scenario,
+    own_record,
     ptx_unavailable,
     record_of,
     scenario_failure,
@@ -82,7 +83,7 @@ def run(
         runs = min(runs, JUDGE_RUNS)
     elif kg.state.config.confirm and not kg.state.options.save:
         stored = _stored_entry(kg, spec)
-        if stored is not None and recorded_elsewhere(stored, gpu) is not None:
+        if stored is not None and screened_against(stored, gpu)[1]:
             runs = min(runs, FOREIGN_RUNS)
     with tempfile.TemporaryDirectory(prefix="kernelgate-coldstart-") as work:
         runner = Runner(spec, chosen, Path(work), env)
@@ -111,9 +112,10 @@ def run(
     kg.benchmark.extra_info[EXTRA_KEY] = record.to_json()
     result = carrier(record, fingerprint.this_round(record.environment, gpu))
     if stats is not None:
-        kg.state.add_measured(
-            Entry(kg.benchmark.fullname, result, bench_fields(stats, kg.benchmark.fullname, record))
-        )
+        # a round appended to a baseline keeps this runner's own runs beside the first round's
+        appended = fingerprint.this_round({}, gpu).id if kg.state.options.append else None
+        fields = bench_fields(stats, kg.benchmark.fullname, record, appended)
+        kg.state.add_measured(Entry(kg.benchmark.fullname, result, fields))
     elif kg.state.options.save:
         pytest.fail(
             "kernelgate: --kernelgate-save needs pytest-benchmark's timings, but benchmarking is "
@@ -126,7 +128,7 @@ def run(
     if found is None:
         return record
     entry, path = found
-    base = record_of(entry)
+    base, foreign, own = screened_against(entry, gpu)
     if base is None:
         pytest.fail(
             f"kernelgate: {shown(path)} has an entry {kg.benchmark.fullname!r} without a cold-start record; "
@@ -134,8 +136,11 @@ def run(
             pytrace=False,
         )
     comparison = compare_scenario(base, record, kg.state.config)
+    if own:
+        comparison = replace(comparison, notes=(*comparison.notes, own))
+        kg.state.note(f"kernelgate: cold starts: {own}")
     # the entry compared with, this GPU's or another's (--kernelgate-allow-other-gpu)
-    foreign = recorded_elsewhere(entry, gpu) if kg.state.config.confirm else None
+    foreign = foreign if kg.state.config.confirm else None
     if foreign is not None:
         comparison = replace(comparison, notes=(*comparison.notes, foreign_note(foreign)))
         kg.state.note(f"kernelgate: cold starts: {foreign_note(foreign)}")
@@ -174,20 +179,35 @@ def _stored_entry(kg: KernelGate, spec: ChildSpec) -> Entry | None:
         return None  # the measurement's own lookup fails the test with the reason
 
 
+def screened_against(entry: Entry, gpu: bool) -> tuple[ColdStart | None, str | None, str]:
+    """The record the screen compares this runner's cold start with, the other host whose runs those
+    are (None: this runner's own) and a note where they are the runs this runner appended rather than
+    the entry's first ones. A fleet whose runners each append a round (``--kernelgate-save
+    --kernelgate-append``) so screens each on its own runs, as exact as on the first host, and sends a
+    cold start to the same-host judge only where it moved there."""
+    foreign = recorded_elsewhere(entry, gpu)
+    if foreign is None:
+        return record_of(entry), None, ""
+    host = fingerprint.this_round({}, gpu)
+    own = own_record(entry, host.id)
+    if own is None:
+        return record_of(entry), foreign, ""
+    return own, None, f"screened against this runner's own runs (host {host.id}, appended to the baseline)"
+
+
 def recorded_elsewhere(entry: Entry, gpu: bool) -> str | None:
     """The host that recorded the runs of ``entry``'s cold-start record, where this runner is not it
     (or it is unknown: a baseline recorded without host fingerprints); None where this runner recorded
     them. A round appended later (``--kernelgate-append``, another runner's too) adds its host to the
-    entry but not its runs to the record, which stays the first round's (pytest-benchmark's fields):
-    a runner that appended a round is still compared with the first host's runs, so it is not their
-    host."""
+    entry but not its runs to the record, which stays the first round's (pytest-benchmark's fields);
+    its runs go beside it, by host (:func:`screened_against` reads them)."""
     first = entry.measurement.round_hosts[0] if entry.measurement.round_hosts else None
     if first is None:
         return "an unknown host: its rounds carry no fingerprint"
     if first.id == fingerprint.this_round({}, gpu).id:
         return None
     others = len({h.id for h in entry.hosts.hosts} - {first.id})
-    more = f"; {others} other host(s) appended rounds, not runs" if others else ""
+    more = f"; {others} other host(s) appended rounds, but no runs of this runner" if others else ""
     return f"{first.short()}, whose runs the record holds{more}"
 
 
