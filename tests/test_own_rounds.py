@@ -163,7 +163,9 @@ def test_appending_a_round_adds_the_runner_s_own_runs_and_keeps_the_others(tmp_p
     store.write_document(
         path, store.document(first, "sm90-nvidia-h200", {}, {}, "2026-11-27T04:30:00", "5.2.3")
     )
-    for host, ms in ((HOST_B, 2600.0), (HOST_C, 3100.0), (HOST_B, 2650.0)):  # B appends twice
+    # B appends twice; A, the first host, appends too (`kernelgate record --rounds N`): its runs are the
+    # entry's own fields already
+    for host, ms in ((HOST_B, 2600.0), (HOST_C, 3100.0), (HOST_B, 2650.0), (HOST_A, 1990.0)):
         merged = store.merge(path, [entry(host, ms, True)], append=True)
         store.write_document(
             path, store.document(merged, "sm90-nvidia-h200", {}, {}, "2026-11-27T04:30:00", "5.2.3")
@@ -175,4 +177,4 @@ def test_appending_a_round_adds_the_runner_s_own_runs_and_keeps_the_others(tmp_p
         h: ColdStart.from_json(r).runs[0].phases_ms["import_torch"] for h, r in extra[BY_HOST_KEY].items()
     }
     assert runs == {HOST_B.id: 2650.0, HOST_C.id: 3100.0}  # each appending runner's latest
-    assert len(kept.measurement.round_hosts) == 4
+    assert len(kept.measurement.round_hosts) == 5

@@ -288,18 +288,27 @@ def merge(path: Path, new: Iterable[Entry], arch: str | None = None, append: boo
     for entry in new:
         old = merged.get(entry.fullname)
         if append and old is not None:
-            bench = _by_host_merged(old.benchmark, entry.benchmark)
+            hosts = old.measurement.round_hosts
+            first = hosts[0].id if hosts and hosts[0] is not None else None
+            bench = _by_host_merged(old.benchmark, entry.benchmark, first)
             entry = Entry(entry.fullname, combine([old.measurement, entry.measurement]), bench)
         merged[entry.fullname] = entry
     return list(merged.values())
 
 
-def _by_host_merged(old: Mapping[str, Any], new: Mapping[str, Any]) -> Mapping[str, Any]:
+def _by_host_merged(old: Mapping[str, Any], new: Mapping[str, Any], first: str | None) -> Mapping[str, Any]:
     """``old``'s pytest-benchmark fields, with each ``extra_info`` mapping by host id (a key ending in
     ``_by_host``, e.g. a cold start's own runs on each runner that appended a round) updated by
-    ``new``'s: the appending host's item replaces its earlier one, the other hosts' stay."""
+    ``new``'s: the appending host's item replaces its earlier one, the other hosts' stay. Host
+    ``first``, whose round's fields the entry keeps, gets no item (``kernelgate record --rounds N``
+    on one host appends to its own first round)."""
     old_extra, new_extra = old.get("extra_info") or {}, new.get("extra_info") or {}
-    maps = {k: v for k, v in new_extra.items() if k.endswith(BY_HOST) and isinstance(v, Mapping)}
+    maps = {
+        k: {h: item for h, item in v.items() if h != first}
+        for k, v in new_extra.items()
+        if k.endswith(BY_HOST) and isinstance(v, Mapping)
+    }
+    maps = {k: v for k, v in maps.items() if v}
     if not maps:
         return old
     extra = dict(old_extra)
