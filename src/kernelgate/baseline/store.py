@@ -24,7 +24,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from kernelgate.baseline import files, rounds, slim, summary
+from kernelgate.baseline import byhost, files, rounds, slim, summary
 from kernelgate.baseline.errors import RECORD_CMD as RECORD_CMD
 from kernelgate.baseline.errors import REPLACE_CMD, REPLACE_OPTION, unusable
 from kernelgate.baseline.errors import BaselineError as BaselineError
@@ -40,8 +40,6 @@ from kernelgate.machine.fingerprint import RecordedHosts
 from kernelgate.measure.results import Measurement, combine
 
 SCHEMA_VERSION = 2
-# extra_info keys that hold an item per host id; merged, not replaced, when a round is appended
-BY_HOST = "_by_host"
 FILE_NAME = "0001_kernelgate.json"
 SAMPLES_FORMAT = (
     "xz-compressed JSON: per benchmark, its kernels and the samples of its other distributions by JSON "
@@ -290,32 +288,10 @@ def merge(path: Path, new: Iterable[Entry], arch: str | None = None, append: boo
         if append and old is not None:
             hosts = old.measurement.round_hosts
             first = hosts[0].id if hosts and hosts[0] is not None else None
-            bench = _by_host_merged(old.benchmark, entry.benchmark, first)
+            bench = byhost.merged(old.benchmark, entry.benchmark, first)
             entry = Entry(entry.fullname, combine([old.measurement, entry.measurement]), bench)
         merged[entry.fullname] = entry
     return list(merged.values())
-
-
-def _by_host_merged(old: Mapping[str, Any], new: Mapping[str, Any], first: str | None) -> Mapping[str, Any]:
-    """``old``'s pytest-benchmark fields, with each ``extra_info`` mapping by host id (a key ending in
-    ``_by_host``, e.g. a cold start's own runs on each runner that appended a round) updated by
-    ``new``'s: the appending host's item replaces its earlier one, the other hosts' stay. Host
-    ``first``, whose round's fields the entry keeps, gets no item (``kernelgate record --rounds N``
-    on one host appends to its own first round)."""
-    old_extra, new_extra = old.get("extra_info") or {}, new.get("extra_info") or {}
-    maps = {
-        k: {h: item for h, item in v.items() if h != first}
-        for k, v in new_extra.items()
-        if k.endswith(BY_HOST) and isinstance(v, Mapping)
-    }
-    maps = {k: v for k, v in maps.items() if v}
-    if not maps:
-        return old
-    extra = dict(old_extra)
-    for key, items in maps.items():
-        before = extra.get(key)
-        extra[key] = {**(before if isinstance(before, Mapping) else {}), **items}
-    return {**old, "extra_info": extra}
 
 
 def _checked_rounds(
