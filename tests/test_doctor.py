@@ -245,6 +245,22 @@ def test_cpu_governor_and_load() -> None:
     assert exit_code(findings) == 0 and exit_code(findings, strict=True) == 1
 
 
+def test_a_host_of_several_gpus_shares_its_cpus_and_warns_where_the_jobs_oversubscribe_them() -> None:
+    (share,) = by_check(diagnose(healthy(gpus_on_host=4, cpus_usable=64)), "threads")
+    assert share.level is Level.INFO
+    assert "a benchmark takes 16 torch threads: the 64 CPUs shared among this host's 4 GPUs" in share.message
+    many = diagnose(healthy(gpus_on_host=4, cpus_usable=64, variables={"OMP_NUM_THREADS": "64"}))
+    (warn,) = by_check(many, "threads")
+    assert warn.level is Level.WARN and "a job on each GPU runs 256 torch threads on 64 CPUs" in warn.message
+    assert "unset OMP_NUM_THREADS (kernelgate then takes 16 a job)" in warn.fix
+    assert exit_code(many) == 0 and exit_code(many, strict=True) == 1
+    fits = healthy(gpus_on_host=4, cpus_usable=64, variables={"OMP_NUM_THREADS": "16"})
+    assert not by_check(diagnose(fits), "threads")  # 4 x 16 on 64: as it should be, nothing to say
+    assert not by_check(diagnose(healthy(gpus_on_host=1, cpus_usable=16)), "threads")  # one GPU: all
+    text = doctor.render(healthy(gpus_on_host=4, cpus_usable=64, variables={"OMP_NUM_THREADS": "64"}), many)
+    assert all(len(line) <= 110 for line in text.splitlines())
+
+
 def test_baseline_of_another_gpu_of_the_same_architecture() -> None:
     findings = diagnose(healthy(baseline_keys=("sm90-nvidia-h100-pcie",)))
     (base,) = by_check(findings, "baseline")

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from kernelgate.machine import cpuspeed
+from kernelgate.machine import cpuspeed, threads
 from kernelgate.machine.facts import Facts
 from kernelgate.machine.finding import Finding, Level
 from kernelgate.machine.fingerprint import add_runner_command, stranger
@@ -148,6 +148,42 @@ def check_cpu(f: Facts) -> list[Finding]:
             )
         )
     return found
+
+
+def check_threads(f: Facts) -> list[Finding]:
+    """On a host of several GPUs (a CI job on each): the torch threads a benchmark takes by default
+    (:mod:`kernelgate.machine.threads`), or a warning where ``OMP_NUM_THREADS`` makes the jobs
+    together run more threads than the host has CPUs."""
+    gpus, cpus = f.gpus_on_host, f.cpus_usable or f.cpu_count
+    if gpus < 2 or not f.torch_gpu:
+        return []
+    text = f.variables.get(threads.VARIABLE, "")
+    each = int(text) if text.strip().isdigit() and int(text) > 0 else None
+    share = max(1, cpus // gpus)
+    if each is not None and each * gpus > cpus:
+        return [
+            Finding(
+                Level.WARN,
+                "threads",
+                f"{threads.VARIABLE}={each} on a host of {gpus} GPUs and {cpus} CPUs: a job on each GPU runs "
+                f"{each * gpus} torch threads on {cpus} CPUs, whose waiting threads take CPUs the other jobs "
+                "launch kernels from (4 jobs of 64 threads on a 64-CPU, 4-GPU H200 host: the same-host "
+                "judge's rounds twice as long, 2 of 4 A/A runs red, 2026-11-27)",
+                f"unset {threads.VARIABLE} (kernelgate then takes {share} a job), or threads = {share} in "
+                "[tool.kernelgate]",
+            )
+        ]
+    if each is not None:
+        return []
+    return [
+        Finding(
+            Level.INFO,
+            "threads",
+            f"a benchmark takes {share} torch threads: the {cpus} CPUs shared among this host's {gpus} GPUs "
+            "(a CI job on each)",
+            "threads = N in [tool.kernelgate] for another count (the baseline's is recorded with it)",
+        )
+    ]
 
 
 def check_hosts(f: Facts) -> list[Finding]:

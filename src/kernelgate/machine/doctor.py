@@ -28,6 +28,7 @@ from kernelgate.machine.jit_cache import default_cache_path, folder_bytes
 from kernelgate.machine.nvml import nvml_error
 from kernelgate.machine.software import SPEED_VARIABLES
 from kernelgate.machine.state import read_state
+from kernelgate.machine.visible import host_gpu_count
 
 # --- gathering ----------------------------------------------------------------------------------
 
@@ -132,6 +133,8 @@ def gather(
         load_avg=load,
         cpu_governor=_governor(),
         cpu_speeds_ms=cpuspeed.probe(),
+        cpus_usable=len(os.sched_getaffinity(0)),
+        gpus_on_host=0 if error else host_gpu_count(),
         **facts,
     )
 

@@ -50,6 +50,8 @@ class Facts:
     load_avg: float | None = None
     cpu_governor: str | None = None
     cpu_speeds_ms: Mapping[int, float] = field(default_factory=dict)  # a loop per CPU (machine.cpuspeed)
+    cpus_usable: int = 0  # the CPUs this process may run on (its affinity); 0: not read
+    gpus_on_host: int = 0  # the GPUs the host's driver shows (NVML, whatever CUDA_VISIBLE_DEVICES hides)
 
     @property
     def key(self) -> str:

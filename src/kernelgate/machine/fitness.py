@@ -20,7 +20,7 @@ from kernelgate.machine.checks_gpu import (
     check_sharing,
     check_temperature,
 )
-from kernelgate.machine.checks_host import check_cpu, check_hosts, check_variables
+from kernelgate.machine.checks_host import check_cpu, check_hosts, check_threads, check_variables
 from kernelgate.machine.checks_software import (
     check_jit_cache,
     check_kernel_images,
@@ -44,6 +44,7 @@ CHECKS: Sequence[Callable[[Facts], list[Finding]]] = (
     check_module_loading,
     check_torch_settings,
     check_variables,
+    check_threads,
     check_cpu,
 )
 
