@@ -246,19 +246,36 @@ def test_cpu_governor_and_load() -> None:
 
 
 def test_a_host_of_several_gpus_shares_its_cpus_and_warns_where_the_jobs_oversubscribe_them() -> None:
-    (share,) = by_check(diagnose(healthy(gpus_on_host=4, cpus_usable=64)), "threads")
-    assert share.level is Level.INFO
-    assert "a benchmark takes 16 torch threads: the 64 CPUs shared among this host's 4 GPUs" in share.message
-    many = diagnose(healthy(gpus_on_host=4, cpus_usable=64, variables={"OMP_NUM_THREADS": "64"}))
+    one_of_four = {"gpus_on_host": 4, "gpus_visible": 1, "cpus_usable": 64, "cpu_count": 64}
+    (share,) = by_check(diagnose(healthy(**one_of_four)), "threads")
+    assert share.level is Level.INFO and "a benchmark takes 16 torch threads" in share.message
+    assert "the host's 64 CPUs shared among its 4 GPUs, 1 of them this job's" in share.message
+    many = diagnose(healthy(**one_of_four, variables={"OMP_NUM_THREADS": "64"}))
     (warn,) = by_check(many, "threads")
     assert warn.level is Level.WARN and "a job on each GPU runs 256 torch threads on 64 CPUs" in warn.message
     assert "unset OMP_NUM_THREADS (kernelgate then takes 16 a job)" in warn.fix
     assert exit_code(many) == 0 and exit_code(many, strict=True) == 1
-    fits = healthy(gpus_on_host=4, cpus_usable=64, variables={"OMP_NUM_THREADS": "16"})
+    fits = healthy(**one_of_four, variables={"OMP_NUM_THREADS": "16"})
     assert not by_check(diagnose(fits), "threads")  # 4 x 16 on 64: as it should be, nothing to say
-    assert not by_check(diagnose(healthy(gpus_on_host=1, cpus_usable=16)), "threads")  # one GPU: all
-    text = doctor.render(healthy(gpus_on_host=4, cpus_usable=64, variables={"OMP_NUM_THREADS": "64"}), many)
+    assert not by_check(diagnose(healthy(gpus_on_host=1, gpus_visible=1, cpu_count=16)), "threads")
+    assert not by_check(diagnose(healthy(gpus_on_host=4, gpus_visible=4, cpu_count=64)), "threads")  # all
+    assert not by_check(diagnose(healthy(**one_of_four, torch_gpu=False)), "threads")  # no GPU to run on
+    held = healthy(**{**one_of_four, "cpus_usable": 8})  # a job held to 8 CPUs: its 8
+    (info,) = by_check(diagnose(held), "threads")
+    assert "a benchmark takes 8 torch threads" in info.message
+    text = doctor.render(healthy(**one_of_four, variables={"OMP_NUM_THREADS": "64"}), many)
     assert all(len(line) <= 110 for line in text.splitlines())
+
+
+def test_gather_counts_the_host_s_gpus_and_the_job_s(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "pynvml", fake_pynvml(*[FakeGpu(uuid=f"GPU-{i}") for i in range(4)]))
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "2")
+    facts = doctor.gather(Path("no-baselines"))
+    assert (facts.gpus_on_host, facts.gpus_visible) == (4, 1)
+    assert facts.cpus_usable == len(os.sched_getaffinity(0))
+    monkeypatch.setitem(sys.modules, "pynvml", fake_pynvml(init_error="Driver Not Loaded"))
+    none = doctor.gather(Path("no-baselines"))
+    assert (none.gpus_on_host, none.gpus_visible) == (0, 0)
 
 
 def test_baseline_of_another_gpu_of_the_same_architecture() -> None:

@@ -178,3 +178,20 @@ def test_appending_a_round_adds_the_runner_s_own_runs_and_keeps_the_others(tmp_p
     }
     assert runs == {HOST_B.id: 2650.0, HOST_C.id: 3100.0}  # each appending runner's latest
     assert len(kept.measurement.round_hosts) == 5
+
+
+def test_the_maps_by_host_merge_only_kernelgate_s_keys_and_leave_a_new_entry_none_of_its_own() -> None:
+    from kernelgate.baseline import byhost
+
+    old = {"extra_info": {"kernelgate_x_by_host": {"a": 1}, "my_by_host": {"a": 1}}}
+    new = {"extra_info": {"kernelgate_x_by_host": {"b": 2}, "my_by_host": {"b": 2}}}
+    extra = byhost.merged(old, new, first="a")["extra_info"]
+    assert extra["kernelgate_x_by_host"] == {"a": 1, "b": 2}
+    assert extra["my_by_host"] == {"a": 1}  # a user's own extra_info key stays the first round's
+    assert byhost.merged(old, {"extra_info": {"kernelgate_x_by_host": {"a": 3}}}, first="a") == old
+    # the first save of an entry with --kernelgate-append: its own runs are its record already
+    first = {"name": "x", "extra_info": {"kernelgate_x_by_host": {"a": 1}, "kernelgate": {}}}
+    assert byhost.without(first, "a") == {"name": "x", "extra_info": {"kernelgate": {}}}
+    assert byhost.without(first, "b") is first and byhost.without(first, None) is first
+    # a redacted results file names no host id
+    assert byhost.redacted(first) == {"name": "x", "extra_info": {"kernelgate": {}}}

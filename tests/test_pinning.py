@@ -59,9 +59,11 @@ def test_the_host_s_gpus_are_counted_whatever_cuda_visible_devices_hides(
     three_gpus: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "2")  # a CI job given one GPU of the host
-    assert visible.host_gpu_count() == 3
+    assert visible.host_gpu_count() == 3 and visible.gpu_counts() == (3, 1)
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES")
+    assert visible.gpu_counts() == (3, 3)
     monkeypatch.setitem(sys.modules, "pynvml", fake_pynvml(init_error="Driver Not Loaded"))
-    assert visible.host_gpu_count() == 0
+    assert visible.host_gpu_count() == 0 and visible.gpu_counts() == (0, 0)
 
 
 def test_no_nvml_means_no_visible_gpu(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -112,3 +112,18 @@ def test_the_origin_and_notes_that_name_a_layer_are_redacted() -> None:
     done = redactor.comparison(named, redact.names_of(item.base, item.current))
     assert done.origins == (redactor.layer("model.2"),) and "model.2" not in str(done.origins)
     assert done.notes == (redact.REDACTED_NOTE, "kept")
+
+
+def test_a_redacted_entry_keeps_no_host_id_of_an_appended_round() -> None:
+    # a cold start's own runs of each runner that appended a round are keyed by host id: a redacted
+    # results file would match the baseline's hosts by them
+    from kernelgate.baseline.store import Entry
+
+    m = slowed_item().current
+    bench = {
+        "name": "x",
+        "extra_info": {"kernelgate_coldstart": {}, "kernelgate_coldstart_by_host": {"9f3a": {}}},
+    }
+    hidden = Redactor().entry(Entry("x", m, bench))
+    assert "kernelgate_coldstart_by_host" not in hidden.benchmark["extra_info"]
+    assert "kernelgate_coldstart" in hidden.benchmark["extra_info"]

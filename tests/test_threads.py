@@ -43,17 +43,25 @@ def test_a_worker_takes_its_share() -> None:
 def test_on_a_host_of_several_gpus_a_job_takes_an_even_share(monkeypatch: pytest.MonkeyPatch) -> None:
     # 4 jobs of 64 threads on a 64-CPU, 4-GPU host: rounds twice as long, 2 of 4 A/A runs red
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(64)))
-    assert threads.choose(None, None, {}, gpus_on_host=4) == (
+    monkeypatch.setattr(os, "cpu_count", lambda: 64)
+    assert threads.choose(None, None, {}, gpus_on_host=4, gpus_visible=1) == (
         16,
-        "the 64 CPUs this process may run on, shared among the host's 4 GPUs",
+        "the host's 64 CPUs shared among its GPUs, this job's 1 of its 4 GPUs",
     )
-    assert threads.choose(None, None, {}, gpus_on_host=1) == (64, "the CPUs this process may run on")
-    assert threads.choose(None, None, {}, gpus_on_host=0)[0] == 64  # no NVML: not shared
+    assert threads.choose(None, None, {}, 4, 2)[0] == 32  # a job given two of the four GPUs
+    assert threads.choose(None, None, {}, 4, 4) == (64, "the CPUs this process may run on")  # all its own
+    assert threads.choose(None, None, {}, 1, 1) == (64, "the CPUs this process may run on")
+    assert threads.choose(None, None, {}, 0, 0)[0] == 64  # no NVML: not shared
+    # a job already held to 16 CPUs (taskset, a cpuset) on an 8-GPU host of 128: its 16, not 16 / 8
+    monkeypatch.setattr(os, "cpu_count", lambda: 128)
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(16)))
+    assert threads.choose(None, None, {}, 8, 1)[0] == 16
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1})
-    assert threads.choose(None, None, {}, gpus_on_host=8)[0] == 1  # never none
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    assert threads.choose(None, None, {}, 8, 1)[0] == 1  # never none
     # what the run set itself, and a pytest-xdist worker's share, are not divided again
-    assert threads.choose(None, "32", {}, gpus_on_host=4)[0] == 32
-    assert threads.choose(None, None, {SHARE_VAR: "0-7"}, gpus_on_host=4)[0] == 8
+    assert threads.choose(None, "32", {}, 4, 1)[0] == 32
+    assert threads.choose(None, None, {SHARE_VAR: "0-7"}, 4, 1)[0] == 8
 
 
 def test_a_gpu_benchmark_shares_the_cpus_with_the_host_s_other_gpus(
@@ -62,10 +70,13 @@ def test_a_gpu_benchmark_shares_the_cpus_with_the_host_s_other_gpus(
     monkeypatch.setitem(sys.modules, "pynvml", fake_pynvml(*[FakeGpu(uuid=f"GPU-{i}") for i in range(4)]))
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "3")  # this job's GPU: the other three have jobs too
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(64)))
+    monkeypatch.setattr(os, "cpu_count", lambda: 64)
     assert threads.for_device("cuda", None, None, {})[0] == 16
     assert threads.for_device("cuda:0", None, None, {})[0] == 16
     assert threads.for_device("cpu", None, None, {})[0] == 64  # a CPU run has no GPUs to share with
     assert threads.for_device("cuda", 2, None, {})[0] == 2  # what the config says stands
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES")  # one job given every GPU: every CPU
+    assert threads.for_device("cuda", None, None, {})[0] == 64
 
 
 @pytest.mark.parametrize("value", ["0", "-2", "x", ""])

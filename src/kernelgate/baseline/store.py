@@ -286,12 +286,19 @@ def merge(path: Path, new: Iterable[Entry], arch: str | None = None, append: boo
     for entry in new:
         old = merged.get(entry.fullname)
         if append and old is not None:
-            hosts = old.measurement.round_hosts
-            first = hosts[0].id if hosts and hosts[0] is not None else None
-            bench = byhost.merged(old.benchmark, entry.benchmark, first)
+            bench = byhost.merged(old.benchmark, entry.benchmark, _first_host(old))
             entry = Entry(entry.fullname, combine([old.measurement, entry.measurement]), bench)
+        else:  # a new entry: its first round's fields are its own
+            entry = Entry(
+                entry.fullname, entry.measurement, byhost.without(entry.benchmark, _first_host(entry))
+            )
         merged[entry.fullname] = entry
     return list(merged.values())
+
+
+def _first_host(entry: Entry) -> str | None:
+    hosts = entry.measurement.round_hosts
+    return hosts[0].id if hosts and hosts[0] is not None else None
 
 
 def _checked_rounds(

@@ -137,7 +137,8 @@ class GateConfig:
     wall_floor_us: float = 50.0
     fail_on_sync: bool = True
     # torch's intra-op threads for every benchmark (kernelgate.machine.threads); None: from the run's
-    # OMP_NUM_THREADS, else the CPUs the process may use, never from whatever a library set on import
+    # OMP_NUM_THREADS, else the CPUs the process may use (on a GPU, the host's CPUs shared among its
+    # GPUs where the job was given some of them), never from whatever a library set on import
     threads: int | None = None
     # the same-host judge (kernelgate.verdict.samehost): what a suspect is measured against, how many
     # processes per side at least and at most, and whether a doubt fails the run (it does: a doubt

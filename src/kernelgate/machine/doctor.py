@@ -28,7 +28,7 @@ from kernelgate.machine.jit_cache import default_cache_path, folder_bytes
 from kernelgate.machine.nvml import nvml_error
 from kernelgate.machine.software import SPEED_VARIABLES
 from kernelgate.machine.state import read_state
-from kernelgate.machine.visible import host_gpu_count
+from kernelgate.machine.visible import gpu_counts
 
 # --- gathering ----------------------------------------------------------------------------------
 
@@ -70,6 +70,7 @@ def gather(
     (:func:`kernelgate.baseline.hosts.recorded`).
     """
     error = nvml_error()
+    gpus = (0, 0) if error else gpu_counts()
     identity = None if error else read_identity()
     state = None if error else read_state()
     before = _variables()
@@ -134,7 +135,8 @@ def gather(
         cpu_governor=_governor(),
         cpu_speeds_ms=cpuspeed.probe(),
         cpus_usable=len(os.sched_getaffinity(0)),
-        gpus_on_host=0 if error else host_gpu_count(),
+        gpus_on_host=gpus[0],
+        gpus_visible=gpus[1],
         **facts,
     )
 

@@ -52,6 +52,7 @@ class Facts:
     cpu_speeds_ms: Mapping[int, float] = field(default_factory=dict)  # a loop per CPU (machine.cpuspeed)
     cpus_usable: int = 0  # the CPUs this process may run on (its affinity); 0: not read
     gpus_on_host: int = 0  # the GPUs the host's driver shows (NVML, whatever CUDA_VISIBLE_DEVICES hides)
+    gpus_visible: int = 0  # of them, those CUDA_VISIBLE_DEVICES leaves this process
 
     @property
     def key(self) -> str:

@@ -12,12 +12,17 @@ before every benchmark:
 2. else ``OMP_NUM_THREADS`` as the run is configured (the job's environment, or what its conftest set:
    the code under test);
 3. else a pytest-xdist worker's share of the CPUs (:mod:`kernelgate.plugin.workers`);
-4. else the CPUs this process may run on; on a GPU, shared evenly among the GPUs of the host (NVML's
-   count, whatever ``CUDA_VISIBLE_DEVICES`` hides): a runner host with a CI job on each GPU. On a
+4. else the CPUs this process may run on; on a GPU where ``CUDA_VISIBLE_DEVICES`` leaves the job
+   fewer GPUs than the host has (NVML's count), the host's CPUs shared evenly among its GPUs, this
+   job's GPUs' part of them (never more than it may run on): a runner host with a CI job on each
+   GPU. (A container given one GPU, or a job on a MIG instance, sees one GPU and takes all.) On a
    4-GPU H200 host (64 CPUs, 2026-11-27), four jobs of 64 threads each made every judge round twice
    as long, a fixed CPU loop 0.68 … 1.63 x its median from process to process, and 2 of 4 A/A runs
    red (OpenMP's waiting threads spin on CPUs the other jobs need); 16 a job is what the baselines'
    16-CPU, one-GPU hosts used.
+
+Cold-start children are not set so: they start as a user's process would, with the environment
+the run gives them.
 
 The count is recorded with every measurement (``torch_threads``); a baseline recorded with another
 count is an environment change the failure message names, and on a CPU, where every op is host work,
@@ -30,7 +35,7 @@ import os
 from collections.abc import Mapping
 
 from kernelgate.machine.pinning import SHARE_VAR, parse_cpu_list
-from kernelgate.machine.visible import host_gpu_count
+from kernelgate.machine.visible import gpu_counts
 
 VARIABLE = "OMP_NUM_THREADS"
 
@@ -40,11 +45,15 @@ def _positive(text: str | None) -> int | None:
 
 
 def choose(
-    configured: int | None, at_start: str | None, environ: Mapping[str, str], gpus_on_host: int = 1
+    configured: int | None,
+    at_start: str | None,
+    environ: Mapping[str, str],
+    gpus_on_host: int = 1,
+    gpus_visible: int = 1,
 ) -> tuple[int, str]:
     """The thread count and where it came from; ``at_start``: OMP_NUM_THREADS when the run was
-    configured, ``environ``: the environment now, ``gpus_on_host``: the GPUs the CPUs are shared
-    among (1 on a CPU run)."""
+    configured, ``environ``: the environment now, ``gpus_on_host``: the GPUs the host's CPUs are
+    shared among, ``gpus_visible``: how many of them this job was given (1 and 1 on a CPU run)."""
     if configured:
         return configured, "threads in [tool.kernelgate]"
     started = _positive(at_start)
@@ -54,9 +63,11 @@ def choose(
     if share:
         return len(parse_cpu_list(share)), "this pytest-xdist worker's share of the CPUs"
     cpus = len(os.sched_getaffinity(0))
-    if gpus_on_host > 1:
-        shared = f"the {cpus} CPUs this process may run on, shared among the host's {gpus_on_host} GPUs"
-        return max(1, cpus // gpus_on_host), shared
+    if gpus_on_host > max(1, gpus_visible):
+        host = os.cpu_count() or cpus
+        count = max(1, min(cpus, host * max(1, gpus_visible) // gpus_on_host))
+        mine = f"{max(1, gpus_visible)} of its {gpus_on_host} GPUs"
+        return count, f"the host's {host} CPUs shared among its GPUs, this job's {mine}"
     return cpus, "the CPUs this process may run on"
 
 
@@ -65,5 +76,5 @@ def for_device(
 ) -> tuple[int, str]:
     """:func:`choose` for a benchmark on ``device`` (``cuda…`` or ``cpu``): on a GPU the CPUs are
     shared among the host's GPUs, a CI job on each."""
-    sharing = host_gpu_count() if device.startswith("cuda") else 1
-    return choose(configured, at_start, environ, sharing)
+    host, visible = gpu_counts() if device.startswith("cuda") else (1, 1)
+    return choose(configured, at_start, environ, host, visible)

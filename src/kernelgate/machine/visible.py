@@ -73,6 +73,14 @@ def visible_gpus(nvml: Any | None = None) -> tuple[VisibleGpu, ...]:
 
 def host_gpu_count(nvml: Any | None = None) -> int:
     """How many GPUs the host's driver shows (NVML: whatever ``CUDA_VISIBLE_DEVICES`` hides from this
-    process; a container given one GPU shows one); 0 without NVML."""
+    process; a container given one GPU shows one, a GPU split into MIG instances counts once); 0
+    without NVML."""
     nvml = nvml or nvml_module()
     return int(try_read(nvml.nvmlDeviceGetCount) or 0) if nvml is not None else 0
+
+
+def gpu_counts(nvml: Any | None = None) -> tuple[int, int]:
+    """(the GPUs the host's driver shows, those ``CUDA_VISIBLE_DEVICES`` leaves this process); (0, 0)
+    without NVML."""
+    host = host_gpu_count(nvml)
+    return host, len(cuda_visible_entries(os.environ.get("CUDA_VISIBLE_DEVICES"), host))

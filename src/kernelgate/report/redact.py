@@ -30,6 +30,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from kernelgate.baseline import byhost
 from kernelgate.baseline.store import Entry
 from kernelgate.config import Scope
 from kernelgate.machine.fingerprint import HostFingerprint
@@ -138,7 +139,7 @@ class Redactor:
 
     def entry(self, e: Entry) -> Entry:
         """A benchmark of the results file, its measurement redacted."""
-        return Entry(e.fullname, self.measurement(e.measurement), e.benchmark)
+        return Entry(e.fullname, self.measurement(e.measurement), byhost.redacted(e.benchmark))
 
     def delta(self, d: Delta) -> Delta:
         name = d.name
