@@ -253,7 +253,13 @@ def test_a_host_of_several_gpus_shares_its_cpus_and_warns_where_the_jobs_oversub
     many = diagnose(healthy(**one_of_four, variables={"OMP_NUM_THREADS": "64"}))
     (warn,) = by_check(many, "threads")
     assert warn.level is Level.WARN and "a job on each GPU runs 256 torch threads on 64 CPUs" in warn.message
-    assert "unset OMP_NUM_THREADS (kernelgate then takes 16 a job)" in warn.fix
+    assert warn.message.startswith("OMP_NUM_THREADS = 64 on a host of 4 GPUs and 64 CPUs")
+    assert "unset OMP_NUM_THREADS (kernelgate then takes 16)" in warn.fix
+    # threads in [tool.kernelgate] comes first: 32 warns, whatever the variable; 8 says nothing
+    (configured,) = by_check(diagnose(healthy(**one_of_four, threads_configured=32)), "threads")
+    assert configured.message.startswith("threads in [tool.kernelgate] = 32") and "OMP" not in configured.fix
+    quiet = healthy(**one_of_four, threads_configured=8, variables={"OMP_NUM_THREADS": "64"})
+    assert not by_check(diagnose(quiet), "threads")
     assert exit_code(many) == 0 and exit_code(many, strict=True) == 1
     fits = healthy(**one_of_four, variables={"OMP_NUM_THREADS": "16"})
     assert not by_check(diagnose(fits), "threads")  # 4 x 16 on 64: as it should be, nothing to say
@@ -341,6 +347,20 @@ def test_the_command_without_a_gpu(
     data = json.loads(capsys.readouterr().out)
     assert data["fit"] is True and data["facts"]["identity"] is None
     assert data["findings"][0]["level"] == "warn"
+
+
+def test_the_command_reads_threads_from_the_config(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setitem(sys.modules, "pynvml", fake_pynvml(init_error="Driver Not Loaded"))
+    config = tmp_path / "pyproject.toml"
+    config.write_text("[tool.kernelgate]\nthreads = 32\n")
+    base = ["doctor", "--baseline-dir", str(tmp_path), "--config", str(config)]
+    assert cli.main([*base, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["facts"]["threads_configured"] == 32
+    config.write_text("[tool.kernelgate]\nthreads = 0\n")
+    assert cli.main(base) == 2  # a bad config is a usage error, said so
+    assert "threads" in capsys.readouterr().err
 
 
 # a probe of one lent H100 host (2026-11-26): half of the CPUs ran the loop at about 8 ms

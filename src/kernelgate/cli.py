@@ -5,6 +5,7 @@ measurements (``coldstart``) and the time per layer group of result files (``gro
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -79,7 +80,15 @@ def _ab(args: argparse.Namespace) -> int:
 def _doctor(args: argparse.Namespace) -> int:
     from kernelgate.machine import doctor, fitness
 
+    threads = None
+    if Path(args.config).is_file():
+        try:
+            threads = config.load_pyproject(Path(args.config))[0].threads
+        except config.ConfigError as exc:
+            print(f"kernelgate: {exc}", file=sys.stderr)
+            return 2
     facts = doctor.gather(Path(args.baseline_dir), coldverdict.recorded_cache_bytes, baseline_hosts.recorded)
+    facts = dataclasses.replace(facts, threads_configured=threads)
     findings = fitness.diagnose(facts)
     sys.stdout.write((doctor.to_json if args.json else doctor.render)(facts, findings, args.strict))
     return fitness.exit_code(findings, args.strict)
@@ -249,6 +258,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     doc.add_argument("--json", action="store_true", help="facts and findings as JSON")
     doc.add_argument("--strict", action="store_true", help="warnings make it unfit too")
     doc.add_argument("--baseline-dir", default="baselines")
+    doc.add_argument("--config", default="pyproject.toml", help="threads from this file's [tool.kernelgate]")
     doc.set_defaults(run=_doctor)
     command.add_parser(sub)
 

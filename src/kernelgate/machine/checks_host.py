@@ -154,25 +154,28 @@ def check_threads(f: Facts) -> list[Finding]:
     """On a host of several GPUs whose jobs get one (or some) each: the torch threads a benchmark
     takes by default (:mod:`kernelgate.machine.threads`: the host's CPUs shared among its GPUs), or a
     warning where ``OMP_NUM_THREADS`` makes a job on each GPU run more threads than the host has CPUs.
-    ``threads`` in ``[tool.kernelgate]`` comes first; the doctor does not read it (it says so)."""
+    ``threads`` in ``[tool.kernelgate]`` comes first, then ``OMP_NUM_THREADS``."""
     gpus, visible, host = f.gpus_on_host, max(1, f.gpus_visible), f.cpu_count
     if gpus <= visible or not f.torch_gpu:
         return []
     text = f.variables.get(threads.VARIABLE, "")
-    each = int(text) if text.strip().isdigit() and int(text) > 0 else None
+    variable = int(text) if text.strip().isdigit() and int(text) > 0 else None
+    each = f.threads_configured or variable
+    where = "threads in [tool.kernelgate]" if f.threads_configured else threads.VARIABLE
     share = max(1, min(f.cpus_usable or host, host * visible // gpus))
-    unless = "unless threads is set in [tool.kernelgate]"
+    fix = f"threads = {share} in [tool.kernelgate]"
+    if not f.threads_configured:
+        fix += f", or unset {threads.VARIABLE} (kernelgate then takes {share})"
     if each is not None and each * gpus > host:
         return [
             Finding(
                 Level.WARN,
                 "threads",
-                f"{threads.VARIABLE}={each} on a host of {gpus} GPUs and {host} CPUs: a job on each GPU runs "
-                f"{each * gpus} torch threads on {host} CPUs ({unless}), whose waiting threads take CPUs "
-                "the other jobs launch kernels from (4 jobs of 64 threads on a 64-CPU, 4-GPU H200 host: "
-                "the same-host judge's rounds twice as long, 2 of 4 A/A runs red, 2026-11-27)",
-                f"unset {threads.VARIABLE} (kernelgate then takes {share} a job), or threads = {share} in "
-                "[tool.kernelgate]",
+                f"{where} = {each} on a host of {gpus} GPUs and {host} CPUs: a job on each GPU runs "
+                f"{each * gpus} torch threads on {host} CPUs, whose waiting threads take CPUs the other "
+                "jobs launch kernels from (4 jobs of 64 threads on a 64-CPU, 4-GPU H200 host: the "
+                "same-host judge's rounds twice as long, 2 of 4 A/A runs red, 2026-11-27)",
+                fix,
             )
         ]
     if each is not None:
@@ -181,8 +184,8 @@ def check_threads(f: Facts) -> list[Finding]:
         Finding(
             Level.INFO,
             "threads",
-            f"a benchmark takes {share} torch threads ({unless}): the host's {host} CPUs shared among its "
-            f"{gpus} GPUs, {visible} of them this job's",
+            f"a benchmark takes {share} torch threads: the host's {host} CPUs shared among its {gpus} GPUs, "
+            f"{visible} of them this job's",
             "threads = N in [tool.kernelgate] for another count (the baseline's is recorded with it)",
         )
     ]

@@ -53,6 +53,7 @@ class Facts:
     cpus_usable: int = 0  # the CPUs this process may run on (its affinity); 0: not read
     gpus_on_host: int = 0  # the GPUs the host's driver shows (NVML, whatever CUDA_VISIBLE_DEVICES hides)
     gpus_visible: int = 0  # of them, those CUDA_VISIBLE_DEVICES leaves this process
+    threads_configured: int | None = None  # threads in [tool.kernelgate] (the command reads it)
 
     @property
     def key(self) -> str:
