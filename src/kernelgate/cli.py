@@ -77,18 +77,18 @@ def _ab(args: argparse.Namespace) -> int:
     return _compare(argparse.Namespace(**given, processes=True))
 
 
+def _gate_config(args: argparse.Namespace) -> config.GateConfig:
+    """``[tool.kernelgate]`` of ``--config``, the defaults where that file does not exist (a bad one is
+    a :class:`~kernelgate.config.ConfigError`: exit 2, as :func:`_run` says)."""
+    path = Path(args.config)
+    return config.load_pyproject(path)[0] if path.is_file() else config.GateConfig()
+
+
 def _doctor(args: argparse.Namespace) -> int:
     from kernelgate.machine import doctor, fitness
 
-    threads = None
-    if Path(args.config).is_file():
-        try:
-            threads = config.load_pyproject(Path(args.config))[0].threads
-        except config.ConfigError as exc:
-            print(f"kernelgate: {exc}", file=sys.stderr)
-            return 2
     facts = doctor.gather(Path(args.baseline_dir), coldverdict.recorded_cache_bytes, baseline_hosts.recorded)
-    facts = dataclasses.replace(facts, threads_configured=threads)
+    facts = dataclasses.replace(facts, threads_configured=_gate_config(args).threads)
     findings = fitness.diagnose(facts)
     sys.stdout.write((doctor.to_json if args.json else doctor.render)(facts, findings, args.strict))
     return fitness.exit_code(findings, args.strict)
@@ -199,7 +199,7 @@ def _groups(args: argparse.Namespace) -> int:
 def _replay(args: argparse.Namespace) -> int:
     import lzma
 
-    gate = config.load_pyproject(Path(args.config))[0] if Path(args.config).is_file() else config.GateConfig()
+    gate = _gate_config(args)
     found: list[judge_replay.Replayed] = []
     for name in args.records:
         try:

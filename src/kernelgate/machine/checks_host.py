@@ -156,13 +156,11 @@ def check_threads(f: Facts) -> list[Finding]:
     warning where ``OMP_NUM_THREADS`` makes a job on each GPU run more threads than the host has CPUs.
     ``threads`` in ``[tool.kernelgate]`` comes first, then ``OMP_NUM_THREADS``."""
     gpus, visible, host = f.gpus_on_host, max(1, f.gpus_visible), f.cpu_count
-    if gpus <= visible or not f.torch_gpu:
+    share = threads.gpu_share(host, f.cpus_usable or host, gpus, visible)
+    if share is None or not f.torch_gpu:
         return []
-    text = f.variables.get(threads.VARIABLE, "")
-    variable = int(text) if text.strip().isdigit() and int(text) > 0 else None
-    each = f.threads_configured or variable
+    each = f.threads_configured or threads.positive(f.variables.get(threads.VARIABLE))
     where = "threads in [tool.kernelgate]" if f.threads_configured else threads.VARIABLE
-    share = max(1, min(f.cpus_usable or host, host * visible // gpus))
     fix = f"threads = {share} in [tool.kernelgate]"
     if not f.threads_configured:
         fix += f", or unset {threads.VARIABLE} (kernelgate then takes {share})"

@@ -40,8 +40,18 @@ from kernelgate.machine.visible import gpu_counts
 VARIABLE = "OMP_NUM_THREADS"
 
 
-def _positive(text: str | None) -> int | None:
+def positive(text: str | None) -> int | None:
+    """A thread count given as text (``OMP_NUM_THREADS``): a whole number from 1, else None."""
     return int(text) if text is not None and text.strip().isdigit() and int(text) > 0 else None
+
+
+def gpu_share(host_cpus: int, usable: int, gpus_on_host: int, gpus_visible: int) -> int | None:
+    """The threads of a job given ``gpus_visible`` of the host's ``gpus_on_host`` GPUs: the host's CPUs
+    times its part of them, never more than the ``usable`` CPUs it may run on, never 0; None where the
+    job was given every GPU (or the host has one, or NVML none): nothing to share."""
+    if gpus_on_host <= max(1, gpus_visible):
+        return None
+    return max(1, min(usable, host_cpus * max(1, gpus_visible) // gpus_on_host))
 
 
 def choose(
@@ -56,16 +66,16 @@ def choose(
     shared among, ``gpus_visible``: how many of them this job was given (1 and 1 on a CPU run)."""
     if configured:
         return configured, "threads in [tool.kernelgate]"
-    started = _positive(at_start)
+    started = positive(at_start)
     if started:
         return started, f"{VARIABLE} when the run was configured"
     share = environ.get(SHARE_VAR)
     if share:
         return len(parse_cpu_list(share)), "this pytest-xdist worker's share of the CPUs"
     cpus = len(os.sched_getaffinity(0))
-    if gpus_on_host > max(1, gpus_visible):
-        host = os.cpu_count() or cpus
-        count = max(1, min(cpus, host * max(1, gpus_visible) // gpus_on_host))
+    host = os.cpu_count() or cpus
+    count = gpu_share(host, cpus, gpus_on_host, gpus_visible)
+    if count is not None:
         mine = f"{max(1, gpus_visible)} of its {gpus_on_host} GPUs"
         return count, f"the host's {host} CPUs shared among its GPUs, this job's {mine}"
     return cpus, "the CPUs this process may run on"

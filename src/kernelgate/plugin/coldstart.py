@@ -31,6 +31,7 @@ from kernelgate.measure import timing
 
 if TYPE_CHECKING:
     from kernelgate.baseline.store import Entry
+    from kernelgate.machine.fingerprint import HostFingerprint
     from kernelgate.plugin.fixture import KernelGate
 
 # timed runs of a cold start in each process of a same-host round: the judge decides a cold start
@@ -185,26 +186,27 @@ def screened_against(entry: Entry, gpu: bool) -> tuple[ColdStart | None, str | N
     the entry's first ones. A fleet whose runners each append a round (``--kernelgate-save
     --kernelgate-append``) so screens each on its own runs, as exact as on the first host, and sends a
     cold start to the same-host judge only where it moved there."""
-    foreign = recorded_elsewhere(entry, gpu)
+    host = fingerprint.this_round({}, gpu)
+    foreign = recorded_elsewhere(entry, gpu, host)
     if foreign is None:
         return record_of(entry), None, ""
-    host = fingerprint.this_round({}, gpu)
     own = own_record(entry, host.id)
     if own is None:
         return record_of(entry), foreign, ""
     return own, None, f"screened against this runner's own runs (host {host.id}, appended to the baseline)"
 
 
-def recorded_elsewhere(entry: Entry, gpu: bool) -> str | None:
+def recorded_elsewhere(entry: Entry, gpu: bool, host: HostFingerprint | None = None) -> str | None:
     """The host that recorded the runs of ``entry``'s cold-start record, where this runner is not it
     (or it is unknown: a baseline recorded without host fingerprints); None where this runner recorded
     them. A round appended later (``--kernelgate-append``, another runner's too) adds its host to the
     entry but not its runs to the record, which stays the first round's (pytest-benchmark's fields);
-    its runs go beside it, by host (:func:`screened_against` reads them)."""
+    its runs go beside it, by host (:func:`screened_against` reads them). ``host``: this runner's
+    fingerprint, where the caller read it already."""
     first = entry.measurement.round_hosts[0] if entry.measurement.round_hosts else None
     if first is None:
         return "an unknown host: its rounds carry no fingerprint"
-    if first.id == fingerprint.this_round({}, gpu).id:
+    if first.id == (host or fingerprint.this_round({}, gpu)).id:
         return None
     others = len({h.id for h in entry.hosts.hosts} - {first.id})
     more = f"; {others} other host(s) appended rounds, but no runs of this runner" if others else ""
