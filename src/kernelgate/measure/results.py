@@ -58,7 +58,7 @@ class Dist:
     def _sorted(self) -> tuple[float, ...]:
         return tuple(sorted(self.samples))
 
-    @property
+    @cached_property
     def median(self) -> float:
         return statistics.median(self._sorted) if self.samples else 0.0
 
