@@ -217,6 +217,29 @@ def test_a_suspect_no_screen_figure_failed_is_inconclusive_when_the_judge_cannot
     assert not merged(screen, passed).failed
 
 
+def test_a_figure_the_screen_left_in_the_noise_and_the_judge_settled_is_unchanged_with_its_a_b() -> None:
+    """Against the stored baseline a figure may be over its threshold but inside the noise (ambiguous,
+    "not settled" in the reports); where base and head on this runner agree on it, the judge settled
+    it: unchanged, with the A/B in the note. One the A/B did not measure stays ambiguous."""
+    baseline = run()
+    head = rounds(3, seed=10)
+    screen = compare(baseline, head[0], CONFIG)
+    at = next(i for i, d in enumerate(screen.deltas) if d.scope is Scope.LAYER and d.name == "model.1")
+    noisy = dataclasses.replace(
+        screen.deltas[at], verdict=Verdict.AMBIGUOUS, current_us=screen.deltas[at].baseline_us * 1.5
+    )
+    unmeasured = dataclasses.replace(noisy, name="model.9", layer="model.9")
+    screen = dataclasses.replace(
+        screen, deltas=(*screen.deltas[:at], noisy, unmeasured, *screen.deltas[at + 1 :])
+    )
+    decision = decide(screen, baseline, rounds(3, seed=20), head, CONFIG)
+    assert decision is not None and decision.outcome is Outcome.PASS
+    shown = {d.name: d for d in merged(screen, decision).deltas if d.scope is Scope.LAYER}
+    assert shown["model.1"].verdict is Verdict.UNCHANGED, shown["model.1"]
+    assert shown["model.1"].note.startswith("not from this change: base -> head "), shown["model.1"].note
+    assert shown["model.9"].verdict is Verdict.AMBIGUOUS  # nothing measured it on this runner
+
+
 def test_the_round_line_names_at_most_six_open_figures() -> None:
     """A host-side move opens every layer (19 in yolov8n): the judge's round line names six and counts
     the rest, so a CI log keeps one readable line per round."""
