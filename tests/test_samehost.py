@@ -11,11 +11,12 @@ from factories import measurement
 
 from kernelgate.config import GateConfig, Policy, Scope
 from kernelgate.measure.results import Measurement
-from kernelgate.verdict.compare import Verdict, compare, fail_set
+from kernelgate.verdict.compare import Comparison, Delta, Verdict, compare, fail_set
 from kernelgate.verdict.policy import Case, Status
 from kernelgate.verdict.reported import merged
 from kernelgate.verdict.samehost import (
     SHOWN_OPEN,
+    Decision,
     Outcome,
     decide,
     runner_offset,
@@ -238,6 +239,73 @@ def test_a_figure_the_screen_left_in_the_noise_and_the_judge_settled_is_unchange
     assert shown["model.1"].verdict is Verdict.UNCHANGED, shown["model.1"]
     assert shown["model.1"].note.startswith("not from this change: base -> head "), shown["model.1"].note
     assert shown["model.9"].verdict is Verdict.AMBIGUOUS  # nothing measured it on this runner
+
+
+def _decided(outcome: Outcome, ab_deltas: tuple[Delta, ...], screen: Comparison) -> Decision:
+    ab = dataclasses.replace(screen, deltas=ab_deltas)
+    return Decision(screen.benchmark, outcome, f"the judge: {outcome.value}", ab, 6)
+
+
+def test_only_a_figure_base_and_head_settled_leaves_the_noise_and_only_a_slower_doubt_is_shown() -> None:
+    """The A/B's figure, one the screen left in the noise: unchanged, faster, or in the noise and faster
+    settles it (unchanged); in the noise and slower does not (stays as the screen had it). Where the
+    suspect is inconclusive, a slower doubt the screen did not measure at all is a row of its own."""
+    baseline = run()
+    screen = compare(baseline, run(seed=10), CONFIG)
+    at = next(i for i, d in enumerate(screen.deltas) if d.name == "model.1")
+    one = screen.deltas[at]
+    noisy = dataclasses.replace(one, verdict=Verdict.AMBIGUOUS, current_us=(one.baseline_us or 0) * 1.5)
+    screen = dataclasses.replace(screen, deltas=(*screen.deltas[:at], noisy, *screen.deltas[at + 1 :]))
+    others = tuple(d for d in screen.deltas if d.name != "model.1")
+
+    def shown_as(pair: Delta, outcome: Outcome = Outcome.PASS) -> Verdict:
+        final = merged(screen, _decided(outcome, (*others, pair), screen))
+        return next(d for d in final.deltas if d.name == "model.1").verdict
+
+    base_us = one.baseline_us or 0.0
+    faster = dataclasses.replace(one, verdict=Verdict.AMBIGUOUS, current_us=base_us * 0.95)
+    slower = dataclasses.replace(one, verdict=Verdict.AMBIGUOUS, current_us=base_us * 1.05)
+    assert shown_as(dataclasses.replace(one, verdict=Verdict.UNCHANGED)) is Verdict.UNCHANGED
+    assert shown_as(dataclasses.replace(one, verdict=Verdict.IMPROVED, current_us=base_us * 0.9)) is (
+        Verdict.UNCHANGED
+    )
+    assert shown_as(faster) is Verdict.UNCHANGED
+    assert shown_as(slower) is Verdict.AMBIGUOUS
+    assert shown_as(slower, Outcome.INCONCLUSIVE) is Verdict.INCONCLUSIVE
+
+    # a host time of model.2 that only the A/B measured (a baseline without a host side), in doubt
+    host = dataclasses.replace(
+        one, scope=Scope.HOST, name="model.2", layer="model.2", current_us=base_us * 1.05
+    )
+    host = dataclasses.replace(host, verdict=Verdict.AMBIGUOUS)
+    final = merged(screen, _decided(Outcome.INCONCLUSIVE, (*others, one, host), screen))
+    (doubt,) = [d for d in final.deltas if d.verdict is Verdict.INCONCLUSIVE]
+    assert (doubt.scope, doubt.name, doubt.current_us) == (Scope.HOST, "model.2", host.current_us)
+    assert not [d for d in final.deltas if d.scope is Scope.TOTAL and d.verdict is Verdict.INCONCLUSIVE]
+
+
+def test_a_doubt_the_runners_two_speeds_explain_is_not_the_one_shown(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The judge clears a doubt that the runner's two speeds explain (kernelgate.verdict.bimodal): where
+    the suspect is inconclusive for another reason (a layer further off the stored baseline than the
+    runner's offset), the reports show that layer in doubt, not the cleared figure."""
+    baseline = run()
+    screen = compare(baseline, run({"model.1": 1.3}, seed=10), CONFIG)
+    (failing,) = [d for d in screen.failures if d.scope is Scope.LAYER]
+    assert failing.name == "model.1"
+    failed = [(d.scope, d.name) for d in screen.failures]  # model.1, and the total with it
+    same = tuple(dataclasses.replace(d, verdict=Verdict.UNCHANGED) for d in screen.deltas)
+    host = dataclasses.replace(failing, scope=Scope.HOST, name="model.2", layer="model.2")
+    host = dataclasses.replace(host, verdict=Verdict.AMBIGUOUS)
+    decision = _decided(Outcome.INCONCLUSIVE, (*same, host), screen)
+    monkeypatch.setattr(
+        "kernelgate.verdict.reported.explain",
+        lambda d, processes: "two speeds" if d.name == "model.2" else None,
+    )
+    doubts = [(d.scope, d.name) for d in merged(screen, decision).deltas if d.verdict is Verdict.INCONCLUSIVE]
+    assert set(doubts) == set(failed) and (Scope.HOST, "model.2") not in doubts
+    monkeypatch.setattr("kernelgate.verdict.reported.explain", lambda d, processes: None)
+    doubts = [(d.scope, d.name) for d in merged(screen, decision).deltas if d.verdict is Verdict.INCONCLUSIVE]
+    assert doubts == [(Scope.HOST, "model.2")]  # unexplained, it is the doubt; model.1 agreed on this runner
 
 
 def test_the_round_line_names_at_most_six_open_figures() -> None:

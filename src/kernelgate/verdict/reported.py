@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from kernelgate.config import Scope
+from kernelgate.verdict.bimodal import explain
 from kernelgate.verdict.compare import Comparison, Delta, Verdict
 from kernelgate.verdict.samehost import Decision, Outcome, doubts
 
@@ -15,7 +16,13 @@ def merged(screen: Comparison, decision: Decision) -> Comparison:
     """The screen's comparison with the judge's verdicts: each screen failure becomes REGRESSED
     (confirmed on this runner), UNCHANGED (a host offset) or INCONCLUSIVE, with the A/B beside it."""
     ab = {(d.scope, d.name): d for d in decision.ab.deltas} if decision.ab else {}
-    doubted = doubts(decision.ab) if decision.ab is not None else ()
+    # the A/B's doubts that left the suspect inconclusive: not those the runner's two speeds explain,
+    # which the judge cleared (kernelgate.verdict.bimodal)
+    doubted = tuple(
+        d
+        for d in (doubts(decision.ab) if decision.ab is not None else ())
+        if not explain(d, decision.processes)
+    )
     deltas = []
     for d in screen.deltas:
         pair = ab.get((d.scope, d.name))
@@ -90,7 +97,7 @@ def _settled(pair: Delta) -> bool:
     the judge had measured unchanged as "not settled": host model.1 +52.8 %, the pipeline's latency
     +14.6 % against the stored baseline of another host."""
     if pair.verdict is Verdict.AMBIGUOUS:
-        return pair.delta_us is not None and pair.delta_us <= 0
+        return pair.delta_us <= 0
     return pair.verdict in (Verdict.UNCHANGED, Verdict.IMPROVED)
 
 
