@@ -16,13 +16,14 @@ def merged(screen: Comparison, decision: Decision) -> Comparison:
     """The screen's comparison with the judge's verdicts: each screen failure becomes REGRESSED
     (confirmed on this runner), UNCHANGED (a host offset) or INCONCLUSIVE, with the A/B beside it."""
     ab = {(d.scope, d.name): d for d in decision.ab.deltas} if decision.ab else {}
-    # the A/B's doubts that left the suspect inconclusive: not those the runner's two speeds explain,
-    # which the judge cleared (kernelgate.verdict.bimodal)
-    doubted = tuple(
-        d
-        for d in (doubts(decision.ab) if decision.ab is not None else ())
-        if not explain(d, decision.processes)
+    # the A/B's doubts that left the suspect inconclusive (judged figures: never a kernel): not those
+    # the runner's two speeds explain, which the judge cleared (kernelgate.verdict.bimodal). A doubt
+    # the screen did not fail is shown on its own figure, not on the total (4 x H200, 2026-11-27: the
+    # reports showed an A/A run's latency doubt, +10.1 %, as the total, +0.5 %, "over threshold")
+    open_ = (
+        doubts(decision.ab) if decision.outcome is Outcome.INCONCLUSIVE and decision.ab is not None else ()
     )
+    doubted = tuple(d for d in open_ if not explain(d, decision.processes))
     deltas = []
     for d in screen.deltas:
         pair = ab.get((d.scope, d.name))
@@ -38,14 +39,11 @@ def merged(screen: Comparison, decision: Decision) -> Comparison:
         elif pair is not None and pair.verdict is Verdict.REGRESSED and d.scope is not Scope.KERNEL:
             # within its threshold (or faster) against the stored baseline, slower from base to head on
             # this runner: the row shows the A/B that decided it, the stored baseline in the note
-            stored = f"; against the stored baseline {_moved(d)}"
-            d = replace(pair, confirm_us=pair.current_us, confirm_base_us=pair.baseline_us,
-                        note=_ab_note(pair, decision) + stored)  # fmt: skip
-        elif pair is not None and _left_in_doubt(pair, decision, doubted):
+            d = _ab_row(pair, _ab_note(pair, decision) + _stored(d))
+        elif pair is not None and pair in doubted:
             # within its threshold against the stored baseline, not settled from base to head on this
-            # runner: the row shows the A/B's figure in doubt, not the total
-            stored = f"; against the stored baseline {_moved(d)}"
-            d = _doubt(pair, decision.reason + stored)
+            # runner: the row shows the A/B's figure in doubt
+            d = _ab_row(pair, decision.reason + _stored(d), Verdict.INCONCLUSIVE)
         elif d.verdict is Verdict.AMBIGUOUS and pair is not None and _settled(pair):
             # over its threshold but inside the noise against the stored baseline, and base and head on
             # this runner agree: settled here, not a figure "not settled" in a report that passed
@@ -58,11 +56,9 @@ def merged(screen: Comparison, decision: Decision) -> Comparison:
         if key in shown or d.scope is Scope.KERNEL:
             continue
         if d.verdict is Verdict.REGRESSED:
-            deltas.append(
-                replace(d, confirm_us=d.current_us, confirm_base_us=d.baseline_us, note=_ab_note(d, decision))
-            )
-        elif _left_in_doubt(d, decision, doubted):
-            deltas.append(_doubt(d, decision.reason))
+            deltas.append(_ab_row(d, _ab_note(d, decision)))
+        elif d in doubted:
+            deltas.append(_ab_row(d, decision.reason, Verdict.INCONCLUSIVE))
     if decision.outcome is Outcome.INCONCLUSIVE and all(
         d.verdict is not Verdict.INCONCLUSIVE for d in deltas
     ):
@@ -83,14 +79,6 @@ def _in_doubt(pair: Delta | None, doubted: Sequence[Delta]) -> bool:
     return pair is None or not doubted or pair in doubted
 
 
-def _left_in_doubt(pair: Delta, decision: Decision, doubted: Sequence[Delta]) -> bool:
-    """Whether an A/B figure is one of the doubts that left its suspect inconclusive (a latency the
-    screen against another host's baseline found within its threshold, and base and head on this
-    runner did not settle: on 4 x H200, 2026-11-27, the reports showed the doubt on the total, +0.5 %,
-    "over threshold", instead of the latency, +10.1 %)."""
-    return decision.outcome is Outcome.INCONCLUSIVE and pair.scope is not Scope.KERNEL and pair in doubted
-
-
 def _settled(pair: Delta) -> bool:
     """Whether base and head on this runner settled a figure: unchanged, faster, or inside the noise
     and faster (which hides no regression). On 4 x H200 (2026-11-27) passing A/A runs listed figures
@@ -101,14 +89,19 @@ def _settled(pair: Delta) -> bool:
     return pair.verdict in (Verdict.UNCHANGED, Verdict.IMPROVED)
 
 
-def _doubt(pair: Delta, reason: str) -> Delta:
+def _ab_row(pair: Delta, note: str, verdict: Verdict | None = None) -> Delta:
+    """The A/B's figure as the row (base and head on this runner), with ``note`` (and ``verdict``)."""
     return replace(
         pair,
-        verdict=Verdict.INCONCLUSIVE,
+        verdict=verdict or pair.verdict,
         confirm_us=pair.current_us,
         confirm_base_us=pair.baseline_us,
-        note=reason,
+        note=note,
     )
+
+
+def _stored(d: Delta) -> str:
+    return f"; against the stored baseline {_moved(d)}"
 
 
 def _doubt_on_total(deltas: list[Delta], reason: str) -> list[Delta]:
