@@ -22,7 +22,10 @@ before every benchmark:
    16-CPU, one-GPU hosts used.
 
 Cold-start children are not set so: they start as a user's process would, with the environment
-the run gives them.
+the run gives them, except on such a shared GPU host (:func:`for_coldstart`): there each child gets
+``OMP_NUM_THREADS`` = the job's share unless the environment sets it. On a 4-GPU H200 host (64 CPUs,
+2026-11-27, fourteenth session), with a job on each GPU, the cold start's ``build`` phase (the model
+built from its yaml: CPU ops in torch's threads) took 3.0-12.5 s against 0.65-3.0 s with one job alone.
 
 The count is recorded with every measurement (``torch_threads``); a baseline recorded with another
 count is an environment change the failure message names, and on a CPU, where every op is host work,
@@ -88,3 +91,16 @@ def for_device(
     shared among the host's GPUs, a CI job on each."""
     host, visible = gpu_counts() if device.startswith("cuda") else (1, 1)
     return choose(configured, at_start, environ, host, visible)
+
+
+def for_coldstart(device: str, environ: Mapping[str, str]) -> dict[str, str]:
+    """What a cold-start child on ``device`` gets on top of ``environ``, the environment it starts
+    from: on a GPU host whose CPUs are shared among its GPUs (:func:`gpu_share`), ``OMP_NUM_THREADS``
+    = this job's share, so that a CI job on each GPU does not start children of every CPU's threads
+    at once; nothing where the environment sets the variable (whatever its value: the run's choice), a
+    pytest-xdist worker's CPUs already bound it, the job has every GPU, or on a CPU."""
+    if not device.startswith("cuda") or VARIABLE in environ or environ.get(SHARE_VAR):
+        return {}
+    cpus = len(os.sched_getaffinity(0))
+    share = gpu_share(os.cpu_count() or cpus, cpus, *gpu_counts())
+    return {} if share is None else {VARIABLE: str(share)}

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import os
 import tempfile
 from collections.abc import Mapping
 from dataclasses import replace
@@ -26,7 +27,7 @@ from kernelgate.coldstart.verdict import (
     summary,
 )
 from kernelgate.config import record_command
-from kernelgate.machine import envdiff, fingerprint, identity
+from kernelgate.machine import envdiff, fingerprint, identity, threads
 from kernelgate.measure import timing
 
 if TYPE_CHECKING:
@@ -86,6 +87,9 @@ def run(
         stored = _stored_entry(kg, spec)
         if stored is not None and screened_against(stored, gpu)[1]:
             runs = min(runs, FOREIGN_RUNS)
+    # on a GPU host shared among its GPUs' jobs, the children's threads are this job's share (recorded
+    # with the scenario's variables); what the caller sets wins
+    env = threads.for_coldstart(spec.device, os.environ) | dict(env)
     with tempfile.TemporaryDirectory(prefix="kernelgate-coldstart-") as work:
         runner = Runner(spec, chosen, Path(work), env)
         try:
