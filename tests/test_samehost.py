@@ -60,6 +60,32 @@ def test_a_change_in_the_head_is_a_regression_named_by_its_layer() -> None:
     assert final.failed
 
 
+def with_env(runs: list[Measurement], **env: str) -> list[Measurement]:
+    return [dataclasses.replace(m, environment={**m.environment, **env}) for m in runs]
+
+
+def test_a_head_that_changes_the_environment_and_slows_nothing_passes_saying_so() -> None:
+    # a head whose conftest sets OMP_NUM_THREADS=1: on a GPU the kernels do not move, the reviewer
+    # still reads the change in the judge's line
+    baseline = run()
+    base = with_env(rounds(3, seed=20), torch_threads="16")
+    head = with_env(rounds(3, {"model.1": 1.03}, seed=10), torch_threads="1", **{"env.OMP_NUM_THREADS": "1"})
+    screen = compare(baseline, head[0], CONFIG)
+    passed = decide(screen, baseline, base, with_env(rounds(3, seed=10), **head[0].environment), CONFIG)
+    assert passed is not None and passed.outcome is Outcome.PASS
+    said = "the head ran in another environment than the base on this runner: "
+    assert said + "OMP_NUM_THREADS (unset) -> 1, torch_threads 16 -> 1" in passed.reason
+    same = decide(screen, baseline, base, with_env(rounds(3, seed=10), torch_threads="16"), CONFIG)
+    assert same is not None and same.outcome is Outcome.PASS and "another environment" not in same.reason
+    # a regression says what changed in its failure message (against the stored baseline), not here
+    slower = decide(screen, baseline, base, head, CONFIG)
+    assert (
+        slower is not None
+        and slower.outcome is Outcome.REGRESSION
+        and "another environment" not in slower.reason
+    )
+
+
 def test_a_host_offset_passes_with_the_offset_shown() -> None:
     baseline = run(process=0.96)  # the baseline's host is 4 % faster on every layer
     head = rounds(3, seed=10)

@@ -27,6 +27,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from kernelgate.config import GateConfig, Scope
+from kernelgate.machine import envdiff
 from kernelgate.measure.results import Dist, Measurement, combine
 from kernelgate.measure.stages import HOST_COUPLED
 from kernelgate.verdict import bimodal, hostspeed, probespeed
@@ -229,7 +230,23 @@ def decide(
     said = probespeed.settled_here(*measured, decision.ab, probes) if decision.ab is not None else ""
     if said and decision.outcome is Outcome.PASS:
         decision = replace(decision, reason=f"{decision.reason}; {said}")
+    moved = _environment_moved(base_rounds[:n], head_rounds[:n])
+    if moved and decision.outcome is not Outcome.REGRESSION:
+        decision = replace(decision, reason=f"{decision.reason}; {moved}")
     return replace(decision, processes=each)
+
+
+def _environment_moved(base: Sequence[Measurement], head: Sequence[Measurement]) -> str:
+    """What the head's processes ran with that the base's did not (a head that sets ``OMP_NUM_THREADS=1``,
+    each side's own packages): a reviewer should see it where nothing slowed down; '' where none."""
+    found = {
+        str(c)
+        for b, h in zip(base, head, strict=False)
+        for c in envdiff.changes(b.environment, h.environment)
+    }
+    if not found:
+        return ""
+    return f"the head ran in another environment than the base on this runner: {', '.join(sorted(found))}"
 
 
 def settle(
