@@ -13,7 +13,7 @@ from kernelgate.config import GateConfig, Policy, Scope
 from kernelgate.measure.results import Measurement
 from kernelgate.verdict.compare import Comparison, Delta, Verdict, compare, fail_set
 from kernelgate.verdict.policy import Case, Status
-from kernelgate.verdict.reported import merged
+from kernelgate.verdict.reported import as_run_ends, merged
 from kernelgate.verdict.samehost import (
     SHOWN_OPEN,
     Decision,
@@ -270,6 +270,32 @@ def test_a_figure_the_screen_left_in_the_noise_and_the_judge_settled_is_unchange
 def _decided(outcome: Outcome, ab_deltas: tuple[Delta, ...], screen: Comparison) -> Decision:
     ab = dataclasses.replace(screen, deltas=ab_deltas)
     return Decision(screen.benchmark, outcome, f"the judge: {outcome.value}", ab, 6)
+
+
+def test_a_kernel_the_a_b_confirms_slower_makes_the_judge_s_pass_a_regression_naming_it() -> None:
+    """The judge weighs layers, totals, host times and the latency; a kernel that the screen and base ->
+    head on this runner both find slower past its threshold still fails the run (its row stays
+    REGRESSED), so the judge's line names it instead of reading "pass: base and head agree"."""
+    kernels = {"model.1.cv1.conv :: gemm": 40.0, "model.1.cv2.conv :: gemm": 60.0}
+    baseline = measurement(layers=LAYERS, kernels=kernels)
+    slower = measurement(layers=LAYERS, kernels={**kernels, "model.1.cv1.conv :: gemm": 60.0})
+    screen = compare(baseline, slower, CONFIG)
+    (row,) = [d for d in screen.failures if d.scope is Scope.KERNEL]
+    passed = _decided(Outcome.PASS, screen.deltas, screen)  # the A/B: the same kernel slower
+    shown = merged(screen, passed)
+    assert shown.failed and {d.scope for d in shown.failures} == {Scope.KERNEL}
+    ended = as_run_ends(passed, shown)
+    assert ended.outcome is Outcome.REGRESSION
+    assert ended.reason.startswith("base -> head on this runner past their thresholds, though the layers")
+    assert row.figure in ended.reason and "+50.0 %" in ended.reason
+    assert ended.reason.endswith("the judge: pass")
+    # the A/B found it unchanged: the row is the runner's offset, the pass stands
+    same = _decided(Outcome.PASS, compare(baseline, baseline, CONFIG).deltas, screen)
+    assert not merged(screen, same).failed and as_run_ends(same, merged(screen, same)) is same
+    # a regression or a doubt is as the judge said
+    for outcome in (Outcome.REGRESSION, Outcome.INCONCLUSIVE):
+        decided = _decided(outcome, screen.deltas, screen)
+        assert as_run_ends(decided, merged(screen, decided)) is decided
 
 
 def test_only_a_figure_base_and_head_settled_leaves_the_noise_and_only_a_slower_doubt_is_shown() -> None:

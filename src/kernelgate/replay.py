@@ -24,7 +24,7 @@ from typing import Any
 
 from kernelgate.config import GateConfig
 from kernelgate.measure.results import Measurement
-from kernelgate.verdict import samehost
+from kernelgate.verdict import reported, samehost
 from kernelgate.verdict.compare import Comparison
 
 RECORDS = "samehost-records.json.xz"
@@ -70,6 +70,7 @@ def decide_again(kept: Mapping[str, Any], config: GateConfig) -> tuple[str, int,
         last = n == had and n >= config.confirm_max_rounds
         found = samehost.decide(screen, stored, base[:n], head[:n], config, final=last)
         if found is not None:
+            found = reported.as_run_ends(found, reported.merged(screen, found))  # as the run ended
             return found.outcome.value, found.rounds, found.reason
     return OPEN, had, ""
 

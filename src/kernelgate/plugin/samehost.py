@@ -361,6 +361,9 @@ def judge_session(config: pytest.Config, state: State) -> None:
             name = suspect.screen.benchmark
             decision = neighbours.neighboured(decision, name, judge.orders, judge.changed, alone)
         merged = reported.merged(suspect.screen, decision)
+        ended = reported.as_run_ends(decision, merged)
+        if ended is not decision:  # a kernel row fails the run: the judge's line says so
+            decision, merged = ended, reported.merged(suspect.screen, ended)
         judged = Judged(
             merged.benchmark, digest(suspect.baseline), decision.outcome.value, decision.reason, merged
         )

@@ -9,7 +9,7 @@ from dataclasses import replace
 from kernelgate.config import Scope
 from kernelgate.verdict.bimodal import explain
 from kernelgate.verdict.compare import Comparison, Delta, Verdict
-from kernelgate.verdict.samehost import Decision, Outcome, doubts
+from kernelgate.verdict.samehost import Decision, Outcome, doubts, names
 
 
 def merged(screen: Comparison, decision: Decision) -> Comparison:
@@ -67,6 +67,20 @@ def merged(screen: Comparison, decision: Decision) -> Comparison:
              f"{decision.reason}")  # fmt: skip
     origins = decision.ab.origins if decision.ab else ()
     return replace(screen, deltas=tuple(deltas), notes=notes, origins=origins)
+
+
+def as_run_ends(decision: Decision, shown: Comparison) -> Decision:
+    """The decision as the run ends on it: a pass whose comparison ``shown`` (:func:`merged`) still
+    fails is a regression, named by what fails it: a kernel that the screen and base -> head on this
+    runner both found slower past its threshold, or a launch that came or went with ``fail_on_new`` /
+    ``fail_on_missing``, which the judge's figures (layers, totals, host times, the latency) do not
+    weigh. Before, the judge's line read "pass: base and head agree on this runner" over a red
+    kernel row that failed the run."""
+    if decision.outcome is not Outcome.PASS or not shown.failed:
+        return decision
+    what = names(shown.failures, roles=False)
+    why = f"base -> head on this runner past their thresholds, though the layers and totals agree: {what}"
+    return replace(decision, outcome=Outcome.REGRESSION, reason=f"{why}; {decision.reason}")
 
 
 def _in_doubt(pair: Delta | None, doubted: Sequence[Delta]) -> bool:
