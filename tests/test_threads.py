@@ -95,27 +95,34 @@ def test_a_cold_start_child_on_a_shared_gpu_host_gets_the_job_s_share(
 ) -> None:
     # four jobs' cold starts at once, each child with 64 threads: build 3.0-12.5 s against 0.65-3.0 s
     four_gpu_host(monkeypatch)
-    assert threads.for_coldstart("cuda", {}) == {"OMP_NUM_THREADS": "16"}
-    assert threads.for_coldstart("cuda:0", {"PATH": "/bin"}) == {"OMP_NUM_THREADS": "16"}
+    assert threads.for_coldstart("cuda", None, {}) == {"OMP_NUM_THREADS": "16"}
+    assert threads.for_coldstart("cuda:0", None, {"PATH": "/bin"}) == {"OMP_NUM_THREADS": "16"}
+    # `import ultralytics` in this process set OMP_NUM_THREADS=1 after the run was configured: the
+    # share still stands (the children would otherwise run one thread after any kernel benchmark)
+    assert threads.for_coldstart("cuda", None, {"OMP_NUM_THREADS": "1"}) == {"OMP_NUM_THREADS": "16"}
     four_gpu_host(monkeypatch, "2,3")
-    assert threads.for_coldstart("cuda", {}) == {"OMP_NUM_THREADS": "32"}
+    assert threads.for_coldstart("cuda", None, {}) == {"OMP_NUM_THREADS": "32"}
 
 
 @pytest.mark.parametrize(
-    ("device", "environ", "visible"),
+    ("device", "at_start", "environ", "visible"),
     [
-        ("cuda", {"OMP_NUM_THREADS": "1"}, "3"),  # the run's own setting stands, whatever it is
-        ("cuda", {"OMP_NUM_THREADS": "x"}, "3"),
-        ("cuda", {SHARE_VAR: "0-7"}, "3"),  # a pytest-xdist worker's CPUs bound the child already
-        ("cuda", {}, None),  # a job given every GPU: a user's process, every CPU
-        ("cpu", {}, "3"),  # a CPU run shares nothing with GPUs
+        ("cuda", "1", {"OMP_NUM_THREADS": "1"}, "3"),  # the run's own setting stands, whatever it is
+        ("cuda", "x", {"OMP_NUM_THREADS": "x"}, "3"),
+        ("cuda", None, {SHARE_VAR: "0-7"}, "3"),  # a pytest-xdist worker's CPUs bound the child already
+        ("cuda", None, {}, None),  # a job given every GPU: a user's process, every CPU
+        ("cpu", None, {}, "3"),  # a CPU run shares nothing with GPUs
     ],
 )
 def test_a_cold_start_child_is_left_as_a_user_s_process_elsewhere(
-    monkeypatch: pytest.MonkeyPatch, device: str, environ: dict[str, str], visible: str | None
+    monkeypatch: pytest.MonkeyPatch,
+    device: str,
+    at_start: str | None,
+    environ: dict[str, str],
+    visible: str | None,
 ) -> None:
     four_gpu_host(monkeypatch, visible)
-    assert threads.for_coldstart(device, environ) == {}
+    assert threads.for_coldstart(device, at_start, environ) == {}
 
 
 def test_the_plugin_hands_the_share_to_the_cold_start_children_under_the_caller_s_variables(
@@ -138,13 +145,18 @@ def test_the_plugin_hands_the_share_to_the_cold_start_children_under_the_caller_
         raise Stop
 
     monkeypatch.setattr(coldstart, "Runner", runner)
+
     # a process of a same-host round: no baseline is read before the children start
-    kg = SimpleNamespace(state=SimpleNamespace(options=SimpleNamespace(confirm_out=tmp_path)))
+    def kg(at_start: str | None) -> SimpleNamespace:
+        options = SimpleNamespace(confirm_out=tmp_path, threads_env=at_start)
+        return SimpleNamespace(state=SimpleNamespace(options=options))
+
     spec = coldstart.child_spec("cuda", "yolov8n", "fp16", 1, 640, "eager", None, 8)
-    for env in ({}, {"OMP_NUM_THREADS": "4", "X": "1"}):
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")  # as `import ultralytics` leaves it in this process
+    for at_start, env in ((None, {}), (None, {"OMP_NUM_THREADS": "4", "X": "1"}), ("2", {})):
         with pytest.raises(Stop):
-            coldstart.run(kg, spec, "warm", 1, True, env)  # type: ignore[arg-type]
-    assert given == [{"OMP_NUM_THREADS": "16"}, {"OMP_NUM_THREADS": "4", "X": "1"}]
+            coldstart.run(kg(at_start), spec, "warm", 1, True, env)  # type: ignore[arg-type]
+    assert given == [{"OMP_NUM_THREADS": "16"}, {"OMP_NUM_THREADS": "4", "X": "1"}, {}]
 
 
 @pytest.mark.parametrize("value", ["0", "-2", "x", ""])

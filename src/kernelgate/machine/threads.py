@@ -93,13 +93,14 @@ def for_device(
     return choose(configured, at_start, environ, host, visible)
 
 
-def for_coldstart(device: str, environ: Mapping[str, str]) -> dict[str, str]:
-    """What a cold-start child on ``device`` gets on top of ``environ``, the environment it starts
-    from: on a GPU host whose CPUs are shared among its GPUs (:func:`gpu_share`), ``OMP_NUM_THREADS``
-    = this job's share, so that a CI job on each GPU does not start children of every CPU's threads
-    at once; nothing where the environment sets the variable (whatever its value: the run's choice), a
-    pytest-xdist worker's CPUs already bound it, the job has every GPU, or on a CPU."""
-    if not device.startswith("cuda") or VARIABLE in environ or environ.get(SHARE_VAR):
+def for_coldstart(device: str, at_start: str | None, environ: Mapping[str, str]) -> dict[str, str]:
+    """What a cold-start child on ``device`` gets on top of the environment it starts from: on a GPU
+    host whose CPUs are shared among its GPUs (:func:`gpu_share`), ``OMP_NUM_THREADS`` = this job's
+    share, so that a CI job on each GPU does not start children of every CPU's threads at once.
+    Nothing where the variable was set when the run was configured (``at_start``, whatever its value:
+    the run's choice; one a library set since, as ``import ultralytics`` sets 1, does not count), a
+    pytest-xdist worker's CPUs bound it (``environ``), the job has every GPU, or on a CPU."""
+    if not device.startswith("cuda") or at_start is not None or environ.get(SHARE_VAR):
         return {}
     cpus = len(os.sched_getaffinity(0))
     share = gpu_share(os.cpu_count() or cpus, cpus, *gpu_counts())

@@ -88,8 +88,8 @@ def run(
         if stored is not None and screened_against(stored, gpu)[1]:
             runs = min(runs, FOREIGN_RUNS)
     # on a GPU host shared among its GPUs' jobs, the children's threads are this job's share (recorded
-    # with the scenario's variables); what the caller sets wins
-    env = threads.for_coldstart(spec.device, os.environ) | dict(env)
+    # with the scenario's variables) unless the run was started with OMP_NUM_THREADS; the caller's wins
+    env = threads.for_coldstart(spec.device, kg.state.options.threads_env, os.environ) | dict(env)
     with tempfile.TemporaryDirectory(prefix="kernelgate-coldstart-") as work:
         runner = Runner(spec, chosen, Path(work), env)
         try:

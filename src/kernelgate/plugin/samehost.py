@@ -354,16 +354,16 @@ def judge_session(config: pytest.Config, state: State) -> None:
             "process's output)"
         )
     for suspect in state.suspects:
-        decision = decisions[suspect.nodeid]
+        # a pass over a kernel row that still fails the run is a regression, its line says so
+        decision = reported.as_run_ends(
+            decisions[suspect.nodeid], reported.merged(suspect.screen, decisions[suspect.nodeid])
+        )
         target = node_target(suspect.nodeid, config.rootpath, config.invocation_params.dir)
         if suspect.kind == KERNEL:  # measured after another configuration's change in its processes
             alone = shlex.join(["pytest", *judge.args, target])  # the whole invocation, this test alone
             name = suspect.screen.benchmark
             decision = neighbours.neighboured(decision, name, judge.orders, judge.changed, alone)
         merged = reported.merged(suspect.screen, decision)
-        ended = reported.as_run_ends(decision, merged)
-        if ended is not decision:  # a kernel row fails the run: the judge's line says so
-            decision, merged = ended, reported.merged(suspect.screen, ended)
         judged = Judged(
             merged.benchmark, digest(suspect.baseline), decision.outcome.value, decision.reason, merged
         )

@@ -239,10 +239,11 @@ def decide(
 def _environment_moved(base: Sequence[Measurement], head: Sequence[Measurement]) -> str:
     """What the head's processes ran with that the base's did not (a head that sets ``OMP_NUM_THREADS=1``,
     each side's own packages): a reviewer should see it where nothing slowed down; '' where none."""
-    found = {
+    found = {  # not kernelgate's own fault injection (KERNELGATE_SLOW_PHASE: the head's alone)
         str(c)
         for b, h in zip(base, head, strict=False)
         for c in envdiff.changes(b.environment, h.environment)
+        if not c.key.startswith("env.KERNELGATE_")
     }
     if not found:
         return ""
