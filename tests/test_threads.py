@@ -140,8 +140,11 @@ def test_the_plugin_hands_the_share_to_the_cold_start_children_under_the_caller_
     class Stop(Exception):
         pass
 
-    def runner(spec: object, scenario: object, work: Path, env: dict[str, str]) -> None:
+    dropped: list[list[str]] = []
+
+    def runner(spec: object, scenario: object, work: Path, env: dict[str, str], unset: list[str]) -> None:
         given.append(dict(env))
+        dropped.append(list(unset))
         raise Stop
 
     monkeypatch.setattr(coldstart, "Runner", runner)
@@ -157,6 +160,26 @@ def test_the_plugin_hands_the_share_to_the_cold_start_children_under_the_caller_
         with pytest.raises(Stop):
             coldstart.run(kg(at_start), spec, "warm", 1, True, env)  # type: ignore[arg-type]
     assert given == [{"OMP_NUM_THREADS": "16"}, {"OMP_NUM_THREADS": "4", "X": "1"}, {}]
+    # the variable ultralytics set in this process does not reach the children; the run's own does
+    assert dropped == [["OMP_NUM_THREADS"], ["OMP_NUM_THREADS"], []]
+
+
+def test_a_cold_start_child_starts_without_what_a_library_set_in_the_parent(tmp_path: Path) -> None:
+    from kernelgate.coldstart.phases import ChildSpec
+    from kernelgate.coldstart.runner import Runner
+    from kernelgate.coldstart.scenarios import SCENARIOS
+
+    spec = ChildSpec("yolov8n", "fp32", 1, 32, "cpu", 2, False, "eager", "", 0)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("OMP_NUM_THREADS", "1")
+        dropped = Runner(spec, SCENARIOS["empty"], tmp_path, unset=["OMP_NUM_THREADS"])._environ(tmp_path)
+        given = Runner(
+            spec, SCENARIOS["empty"], tmp_path, {"OMP_NUM_THREADS": "16"}, unset=["OMP_NUM_THREADS"]
+        )
+        kept = Runner(spec, SCENARIOS["empty"], tmp_path)._environ(tmp_path)
+        assert "OMP_NUM_THREADS" not in dropped
+        assert given._environ(tmp_path)["OMP_NUM_THREADS"] == "16"  # what the caller sets wins
+        assert kept["OMP_NUM_THREADS"] == "1"  # kernelgate coldstart, the command: as the caller has it
 
 
 @pytest.mark.parametrize("value", ["0", "-2", "x", ""])

@@ -43,8 +43,12 @@ class Runner:
         timeout_s: float = 600.0,
         command: Sequence[str] = (sys.executable, "-c", CHILD_CODE),
         cache_dir: Path | None = None,
+        unset: Sequence[str] = (),
     ) -> None:
         self.spec = spec
+        # variables of the caller's environment the children start without (one a library set in the
+        # caller since the run began: `import ultralytics` sets OMP_NUM_THREADS=1)
+        self.unset = tuple(unset)
         self.scenario = scenario
         self.workdir = workdir
         self.extra_env = dict(extra_env or {})
@@ -94,6 +98,8 @@ class Runner:
         (cache / "cuda").mkdir(parents=True, exist_ok=True)
         environ["CUDA_CACHE_PATH"] = str(cache / "cuda")
         environ |= scenario_env(cache)
+        for name in self.unset:
+            environ.pop(name, None)
         return environ | self.env
 
     def spec_for(self, priming: bool) -> ChildSpec:

@@ -87,11 +87,15 @@ def run(
         stored = _stored_entry(kg, spec)
         if stored is not None and screened_against(stored, gpu)[1]:
             runs = min(runs, FOREIGN_RUNS)
-    # on a GPU host shared among its GPUs' jobs, the children's threads are this job's share (recorded
-    # with the scenario's variables) unless the run was started with OMP_NUM_THREADS; the caller's wins
-    env = threads.for_coldstart(spec.device, kg.state.options.threads_env, os.environ) | dict(env)
+    # the children's OMP_NUM_THREADS is the run's as it was configured, never what `import ultralytics`
+    # set in this process since (a kernel benchmark before this one); on a GPU host shared among its
+    # GPUs' jobs, where the run set none, this job's share (recorded with the scenario's variables);
+    # the caller's wins
+    at_start = kg.state.options.threads_env
+    env = threads.for_coldstart(spec.device, at_start, os.environ) | dict(env)
+    unset = [threads.VARIABLE] if at_start is None else []
     with tempfile.TemporaryDirectory(prefix="kernelgate-coldstart-") as work:
-        runner = Runner(spec, chosen, Path(work), env)
+        runner = Runner(spec, chosen, Path(work), env, unset=unset)
         try:
             runner.prepare()
         except ProbeUnavailable as exc:
