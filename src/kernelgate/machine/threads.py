@@ -24,9 +24,10 @@ before every benchmark:
 Cold-start children are not set so: they start as a user's process would, with the environment
 the run gives them (``OMP_NUM_THREADS`` as the run was configured, not the 1 that ``import ultralytics``
 leaves in the pytest process), except on such a shared GPU host (:func:`for_coldstart`): there each
-child gets ``OMP_NUM_THREADS`` = the job's share unless the run was started with the variable set. On a 4-GPU H200 host (64 CPUs,
-2026-11-27, fourteenth session), with a job on each GPU, the cold start's ``build`` phase (the model
-built from its yaml: CPU ops in torch's threads) took 3.0-12.5 s against 0.65-3.0 s with one job alone.
+child gets ``OMP_NUM_THREADS`` = the job's share unless the run was started with the variable set.
+On a 4-GPU H200 host (64 CPUs, 2026-11-27, fourteenth session), with a job on each GPU, the cold
+start's ``build`` phase (the model built from its yaml: CPU ops in torch's threads) took 3.0-12.5 s
+against 0.65-3.0 s with one job alone.
 
 The count is recorded with every measurement (``torch_threads``); a baseline recorded with another
 count is an environment change the failure message names, and on a CPU, where every op is host work,
