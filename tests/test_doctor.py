@@ -249,6 +249,7 @@ def test_a_host_of_several_gpus_shares_its_cpus_and_warns_where_the_jobs_oversub
     one_of_four = {"gpus_on_host": 4, "gpus_visible": 1, "cpus_usable": 64, "cpu_count": 64}
     (share,) = by_check(diagnose(healthy(**one_of_four)), "threads")
     assert share.level is Level.INFO and "a benchmark takes 16 torch threads" in share.message
+    assert "each cold-start child OMP_NUM_THREADS=16" in share.message  # machine/threads.for_coldstart
     assert "the host's 64 CPUs shared among its 4 GPUs, 1 of them this job's" in share.message
     many = diagnose(healthy(**one_of_four, variables={"OMP_NUM_THREADS": "64"}))
     (warn,) = by_check(many, "threads")

@@ -182,8 +182,8 @@ def check_threads(f: Facts) -> list[Finding]:
         Finding(
             Level.INFO,
             "threads",
-            f"a benchmark takes {share} torch threads: the host's {host} CPUs shared among its {gpus} GPUs, "
-            f"{visible} of them this job's",
+            f"a benchmark takes {share} torch threads, and each cold-start child OMP_NUM_THREADS={share}: "
+            f"the host's {host} CPUs shared among its {gpus} GPUs, {visible} of them this job's",
             "threads = N in [tool.kernelgate] for another count (the baseline's is recorded with it)",
         )
     ]
