@@ -64,21 +64,6 @@ def test_on_a_host_of_several_gpus_a_job_takes_an_even_share(monkeypatch: pytest
     assert threads.choose(None, None, {SHARE_VAR: "0-7"}, 4, 1)[0] == 8
 
 
-def test_a_gpu_benchmark_shares_the_cpus_with_the_host_s_other_gpus(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    monkeypatch.setitem(sys.modules, "pynvml", fake_pynvml(*[FakeGpu(uuid=f"GPU-{i}") for i in range(4)]))
-    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "3")  # this job's GPU: the other three have jobs too
-    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(64)))
-    monkeypatch.setattr(os, "cpu_count", lambda: 64)
-    assert threads.for_device("cuda", None, None, {})[0] == 16
-    assert threads.for_device("cuda:0", None, None, {})[0] == 16
-    assert threads.for_device("cpu", None, None, {})[0] == 64  # a CPU run has no GPUs to share with
-    assert threads.for_device("cuda", 2, None, {})[0] == 2  # what the config says stands
-    monkeypatch.delenv("CUDA_VISIBLE_DEVICES")  # one job given every GPU: every CPU
-    assert threads.for_device("cuda", None, None, {})[0] == 64
-
-
 def four_gpu_host(monkeypatch: pytest.MonkeyPatch, visible: str | None = "3") -> None:
     """A 64-CPU host of four GPUs; this job given ``visible`` of them (None: every one)."""
     monkeypatch.setitem(sys.modules, "pynvml", fake_pynvml(*[FakeGpu(uuid=f"GPU-{i}") for i in range(4)]))
@@ -88,6 +73,18 @@ def four_gpu_host(monkeypatch: pytest.MonkeyPatch, visible: str | None = "3") ->
         monkeypatch.setenv("CUDA_VISIBLE_DEVICES", visible)
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(64)))
     monkeypatch.setattr(os, "cpu_count", lambda: 64)
+
+
+def test_a_gpu_benchmark_shares_the_cpus_with_the_host_s_other_gpus(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    four_gpu_host(monkeypatch)  # this job's GPU 3: the other three have jobs too
+    assert threads.for_device("cuda", None, None, {})[0] == 16
+    assert threads.for_device("cuda:0", None, None, {})[0] == 16
+    assert threads.for_device("cpu", None, None, {})[0] == 64  # a CPU run has no GPUs to share with
+    assert threads.for_device("cuda", 2, None, {})[0] == 2  # what the config says stands
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES")  # one job given every GPU: every CPU
+    assert threads.for_device("cuda", None, None, {})[0] == 64
 
 
 def test_a_cold_start_child_on_a_shared_gpu_host_gets_the_job_s_share(

@@ -77,13 +77,20 @@ def choose(
     share = environ.get(SHARE_VAR)
     if share:
         return len(parse_cpu_list(share)), "this pytest-xdist worker's share of the CPUs"
-    cpus = len(os.sched_getaffinity(0))
-    host = os.cpu_count() or cpus
-    count = gpu_share(host, cpus, gpus_on_host, gpus_visible)
+    count = _job_share(gpus_on_host, gpus_visible)
     if count is not None:
         mine = f"{max(1, gpus_visible)} of its {gpus_on_host} GPUs"
-        return count, f"the host's {host} CPUs shared among its GPUs, this job's {mine}"
-    return cpus, "the CPUs this process may run on"
+        return count, f"the host's {_host_cpus()} CPUs shared among its GPUs, this job's {mine}"
+    return len(os.sched_getaffinity(0)), "the CPUs this process may run on"
+
+
+def _host_cpus() -> int:
+    return os.cpu_count() or len(os.sched_getaffinity(0))
+
+
+def _job_share(gpus_on_host: int, gpus_visible: int) -> int | None:
+    """:func:`gpu_share` of this host's CPUs for this process, limited to those it may run on."""
+    return gpu_share(_host_cpus(), len(os.sched_getaffinity(0)), gpus_on_host, gpus_visible)
 
 
 def for_device(
@@ -104,6 +111,5 @@ def for_coldstart(device: str, at_start: str | None, environ: Mapping[str, str])
     pytest-xdist worker's CPUs bound it (``environ``), the job has every GPU, or on a CPU."""
     if not device.startswith("cuda") or at_start is not None or environ.get(SHARE_VAR):
         return {}
-    cpus = len(os.sched_getaffinity(0))
-    share = gpu_share(os.cpu_count() or cpus, cpus, *gpu_counts())
+    share = _job_share(*gpu_counts())
     return {} if share is None else {VARIABLE: str(share)}

@@ -354,10 +354,9 @@ def judge_session(config: pytest.Config, state: State) -> None:
             "process's output)"
         )
     for suspect in state.suspects:
+        decision = decisions[suspect.nodeid]
         # a pass over a kernel row that still fails the run is a regression, its line says so
-        decision = reported.as_run_ends(
-            decisions[suspect.nodeid], reported.merged(suspect.screen, decisions[suspect.nodeid])
-        )
+        decision = reported.as_run_ends(decision, reported.merged(suspect.screen, decision))
         target = node_target(suspect.nodeid, config.rootpath, config.invocation_params.dir)
         if suspect.kind == KERNEL:  # measured after another configuration's change in its processes
             alone = shlex.join(["pytest", *judge.args, target])  # the whole invocation, this test alone
