@@ -19,11 +19,11 @@ from dataclasses import replace
 from factories import measurement
 from test_process_speed import process as at_speed
 
-from kernelgate.config import GateConfig, Scope
+from kernelgate.config import GateConfig, Scope, Threshold
 from kernelgate.machine import cpuspeed
 from kernelgate.measure.results import Dist, LayerStat, Measurement, combine
 from kernelgate.verdict import probespeed
-from kernelgate.verdict.compare import Verdict, compare
+from kernelgate.verdict.compare import Comparison, Delta, Verdict, compare
 from kernelgate.verdict.samehost import Decision, Outcome, decide
 
 BASE_SPEED = [1.21, 0.95, 1.01]
@@ -112,13 +112,47 @@ def test_every_layer_slower_on_a_steady_cpu_fails_on_the_latency() -> None:
     assert "wall +" in decision.reason, decision.reason
 
 
-def test_a_head_on_a_faster_cpu_does_not_hide_a_slower_latency() -> None:
+def test_a_head_on_a_faster_cpu_is_not_failed_by_the_loop_alone() -> None:
     # the head's loops ran 30 % faster than the base's, its latency as measured the same: at each
-    # process's CPU speed the head is slower, which the judge says
+    # step's CPU speed the head is slower, but a step follows the loop loosely (1.1x to 2.1x), and the
+    # loop alone made two false regressions on an H200 machine (test_the_fleets_two_false_regressions_
+    # ...): a pass that gives both numbers, not a regression
     fast = [0.7 * w / TYPICAL_WALL for w in BASE_WALL]
     decision = judge(head_wall=BASE_WALL, head_input=BASE_INPUT, head_speed=BASE_SPEED, head_probe=fast)
-    assert decision.outcome is Outcome.REGRESSION, decision.reason
-    assert "wall +" in decision.reason, decision.reason
+    assert decision.outcome is Outcome.PASS, decision.reason
+    assert "% as measured, +" in decision.reason, decision.reason
+    assert "over its limit only at each step's CPU speed (a fixed loop took base" in decision.reason
+    assert decision.reason.endswith("not as measured"), decision.reason
+    # the same head, slower as measured too (+40 %): the loop does not excuse it
+    slower = judge(head_wall=[1.4 * w for w in BASE_WALL], head_input=BASE_INPUT, head_speed=BASE_SPEED,
+                   head_probe=fast)  # fmt: skip
+    assert slower.outcome is Outcome.REGRESSION, slower.reason
+    assert "wall +" in slower.reason, slower.reason
+
+
+def test_the_loop_alone_never_makes_a_regression() -> None:
+    regressed = Delta(Scope.WALL, "wall", "wall", 100.0, 130.0, Threshold(0.1, 0.0), Verdict.REGRESSED)
+    ab = Comparison("b", "cuda", (regressed,), fail_on=frozenset({Verdict.REGRESSED}))
+
+    def judged(as_measured: Delta) -> Delta:
+        (found,) = probespeed.measured_too(ab, replace(ab, deltas=(as_measured,))).deltas
+        return found
+
+    # over its limit as measured too, if not significant there (one process on a slow CPU): it stands
+    assert judged(replace(regressed, current_us=115.0, verdict=Verdict.AMBIGUOUS)) == regressed
+    # under its limit as measured: the figure as measured, with both numbers
+    under = judged(replace(regressed, current_us=108.0, verdict=Verdict.UNCHANGED))
+    assert (under.verdict, under.current_us) == (Verdict.UNCHANGED, 108.0)
+    assert under.note.startswith(
+        "wall +8.0 % as measured, +30.0 % at each step's CPU speed: over its limit only"
+    )
+    # a device-side layer is not taken at the CPU's speed: left as it is
+    layer = replace(regressed, scope=Scope.LAYER, name="model.2", layer="model.2")
+    layered = replace(ab, deltas=(layer,))
+    assert (
+        probespeed.measured_too(layered, replace(layered, deltas=(replace(layer, current_us=100.0),)))
+        == layered
+    )
 
 
 # A CUDA-graph replay of yolo11n fp16 on H200 host dd2a37c9 (a machine of 4 GPUs, an A/A job on

@@ -61,3 +61,26 @@ def test_a_file_that_is_no_records_file_is_an_input_error(
     err = capsys.readouterr().err
     assert "not a same-host judge's records file" in err and "samehost-records.json.xz" in err
     assert "Traceback" not in err
+
+
+# yolov8n fp16's records of two A/A runs of `pytest benchmarks` on a machine of 4 H200s, a job on
+# each GPU at once (2026-11-27, fifteenth session; hosts 08471589 and c8752ab5): both failed, the
+# latency and the input copy over their limits only once divided by each step's CPU-speed loop
+FLEET = Path(__file__).parent / "data" / "h200-fleet-host-coupled.json.xz"
+
+
+def test_the_fleets_two_false_regressions_are_not_failed_by_the_loop_alone(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    found = judge_replay.replay(FLEET, GateConfig())
+    # as measured the head ran 13.6 % faster: a pass with both numbers; the input copy +40 % as
+    # measured (limit 50 %): the live judge would have measured another round
+    assert [(f.outcome, f.processes) for f in found] == [("pass", 4), ("open", 3)], found
+    assert (
+        "wall -13.6 % as measured, +16.6 % at each step's CPU speed: over its limit only" in found[0].reason
+    )
+    # the rule of the tree that ran them (the loop alone decides): their two false regressions again
+    monkeypatch.setattr(probespeed, "measured_too", lambda ab, _: ab)
+    again = judge_replay.replay(FLEET, GateConfig())
+    assert [f.outcome for f in again] == ["regression", "regression"], again
+    assert "wall +16.6 %" in again[0].reason and "host input +50.1 %" in again[1].reason, again

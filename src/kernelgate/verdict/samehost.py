@@ -31,8 +31,7 @@ from kernelgate.machine import envdiff
 from kernelgate.measure.results import Dist, Measurement, combine
 from kernelgate.measure.stages import HOST_COUPLED
 from kernelgate.verdict import bimodal, hostspeed, probespeed
-from kernelgate.verdict.compare import Comparison, Delta, Verdict, compare
-from kernelgate.verdict.delta import process_rule
+from kernelgate.verdict.compare import Comparison, Delta, Verdict
 
 # A device-side layer that the screen found this much further off than the runner's median offset,
 # while base and head agree, is not a host offset (in % points, or times its threshold if larger).
@@ -211,7 +210,7 @@ def decide(
     noise = process_noise(base, head)
     # on a CPU every op is host work: an offset from the baseline's host says nothing there
     device_side = not screen.arch.startswith("cpu")
-    ab = compare(base, head, config, judge=lambda b, c, t: process_rule(b, c, t, alpha=config.alpha))
+    ab = probespeed.compared(measured, (base, head), probes, config)
     each = process_medians(base, head)
     decision = settle(
         screen,
@@ -319,8 +318,9 @@ def still_open(base_rounds: Sequence[Measurement], head_rounds: Sequence[Measure
     n = min(len(base_rounds), len(head_rounds))
     if n < config.confirm_min_rounds:
         return f"{n} of at least {config.confirm_min_rounds} process(es) a side"
-    base, head, speeds, probes = at_speed(combine(base_rounds[:n]), combine(head_rounds[:n]))
-    ab = compare(base, head, config, judge=lambda b, c, t: process_rule(b, c, t, alpha=config.alpha))
+    measured = combine(base_rounds[:n]), combine(head_rounds[:n])
+    base, head, speeds, probes = at_speed(*measured)
+    ab = probespeed.compared(measured, (base, head), probes, config)
     ab = _latency_doubts(ab, speeds, _walls(process_medians(base, head)), probes)
     open_ = grey(ab, process_noise(base, head))
     more = f" and {len(open_) - SHOWN_OPEN} more" if len(open_) > SHOWN_OPEN else ""
