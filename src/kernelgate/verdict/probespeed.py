@@ -46,12 +46,11 @@ from __future__ import annotations
 
 import statistics
 from dataclasses import replace
-from typing import Any
 
-from kernelgate.config import HOST_COUPLED, GateConfig, Scope
+from kernelgate.config import HOST_COUPLED, GateConfig, Scope, Threshold
 from kernelgate.measure.results import Dist, LayerStat, Measurement
 from kernelgate.verdict.compare import compare
-from kernelgate.verdict.delta import MIN_PROCESSES, Comparison, Delta, Verdict, process_rule
+from kernelgate.verdict.delta import MIN_PROCESSES, Comparison, Delta, Judgement, Verdict, process_rule
 
 Factors = tuple[tuple[float, ...], tuple[float, ...]]
 
@@ -150,7 +149,7 @@ def compared(
     process rule, with :func:`measured_too` against the same A/B as ``measured`` where the loop was
     taken out."""
 
-    def rule(b: Dist, c: Dist, t: Any) -> Any:
+    def rule(b: Dist, c: Dist, t: Threshold) -> Judgement:
         return process_rule(b, c, t, alpha=config.alpha)
 
     ab = compare(*at_speed, config, judge=rule)
