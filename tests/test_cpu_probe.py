@@ -146,6 +146,14 @@ def test_the_loop_alone_never_makes_a_regression() -> None:
     assert under.note.startswith(
         "wall +8.0 % as measured, +30.0 % at each step's CPU speed: over its limit only"
     )
+    # a doubt at each step's CPU speed (over its limit, not significant) that was under its limit as
+    # measured: no doubt either; one over its limit as measured stays a doubt
+    doubt = replace(ab, deltas=(replace(regressed, verdict=Verdict.AMBIGUOUS),))
+    (cleared,) = probespeed.measured_too(doubt, replace(ab, deltas=(replace(under, note=""),))).deltas
+    assert (cleared.verdict, cleared.current_us) == (Verdict.UNCHANGED, 108.0)
+    assert "over its limit only at each step's CPU speed" in cleared.note
+    still = replace(regressed, current_us=115.0, verdict=Verdict.AMBIGUOUS)
+    assert probespeed.measured_too(doubt, replace(ab, deltas=(still,))) == doubt
     # a device-side layer is not taken at the CPU's speed: left as it is
     layer = replace(regressed, scope=Scope.LAYER, name="model.2", layer="model.2")
     layered = replace(ab, deltas=(layer,))

@@ -157,21 +157,22 @@ def compared(
 
 
 def measured_too(ab: Comparison, as_measured: Comparison) -> Comparison:
-    """``ab`` (at each step's CPU speed) where the latency or a host-coupled stage it calls REGRESSED
-    was over its limit as measured (``as_measured``) too; where it was not, the figure as measured
-    (UNCHANGED, or faster), with both numbers in its note. The loop's factors decide how significant a
-    move is, not whether there was one."""
+    """``ab`` (at each step's CPU speed) where the latency or a host-coupled stage it calls REGRESSED,
+    or a doubt that may be slower (AMBIGUOUS), was over its limit as measured (``as_measured``) too;
+    where it was not, the figure as measured (UNCHANGED, or faster), with both numbers in its note.
+    The loop's factors decide how significant a move is, not whether there was one."""
     raw = {(d.scope, d.name): d for d in as_measured.deltas}
 
     def judged(d: Delta) -> Delta:
         m = raw.get((d.scope, d.name))
         coupled = d.scope is Scope.WALL or (d.scope is Scope.HOST and d.name in HOST_COUPLED)
-        if not coupled or d.verdict is not Verdict.REGRESSED or m is None or m.verdict is Verdict.REGRESSED:
+        slower = d.verdict is Verdict.REGRESSED or (d.verdict is Verdict.AMBIGUOUS and d.delta_us > 0)
+        if not coupled or not slower or m is None or m.verdict is Verdict.REGRESSED:
             return d
         if m.baseline_us is None or m.delta_pct is None or d.delta_pct is None:
             return d
         if m.delta_us > m.threshold.limit_us(m.baseline_us):
-            return d  # slower as measured too, over the limit: the loop's factors made it significant
+            return d  # over the limit as measured too: the loop's factors say how significant
         return replace(
             m,
             note=f"{d.figure} {m.delta_pct:+.1f} % as measured, {d.delta_pct:+.1f} % at each step's CPU "
