@@ -189,7 +189,7 @@ def judge(
             # the A/B measures no more: a figure that may be slower is a doubt, unless the runner's
             # two speeds explain it
             n = min(len(match.measurement.total.round_medians), len(m.total.round_medians))
-            each = samehost.process_medians(before, after)
+            _, each = probespeed.per_process(comparison, (before, after), (match.measurement, m))
             comparison = samehost.final_doubts(comparison, n, each, speeds, probes)
         else:
             comparison = compare(match.measurement, m, gate, judge=rule)

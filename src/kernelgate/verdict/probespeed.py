@@ -51,6 +51,7 @@ from kernelgate.config import HOST_COUPLED, GateConfig, Scope, Threshold
 from kernelgate.measure.results import Dist, LayerStat, Measurement
 from kernelgate.verdict.compare import compare
 from kernelgate.verdict.delta import MIN_PROCESSES, Comparison, Delta, Judgement, Verdict, process_rule
+from kernelgate.verdict.processes import Key, process_medians, process_noise
 
 Factors = tuple[tuple[float, ...], tuple[float, ...]]
 
@@ -173,14 +174,30 @@ def measured_too(ab: Comparison, as_measured: Comparison) -> Comparison:
             return d
         if m.delta_us > m.threshold.limit_us(m.baseline_us):
             return d  # over the limit as measured too: the loop's factors say how significant
-        return replace(
-            m,
-            note=f"{d.figure} {m.delta_pct:+.1f} % as measured, {d.delta_pct:+.1f} % at each step's CPU "
-            f"speed: {ONLY_AT_SPEED}, which a step's time follows loosely (a CPU 1.5x slower: 1.1x to "
-            "2.1x as long); a regression must show as measured too",
+        said = (
+            f"{d.figure} {m.delta_pct:+.1f} % as measured, {d.delta_pct:+.1f} % at each step's CPU speed: "
+            f"{ONLY_AT_SPEED}, which a step's time follows loosely (a CPU 1.5x slower: 1.1x to 2.1x as "
+            "long); a regression must show as measured too"
         )
+        return replace(m, note=f"{said}; {m.note}" if m.note else said)
 
     return replace(ab, deltas=tuple(judged(d) for d in ab.deltas))
+
+
+def per_process(
+    ab: Comparison, at_speed: tuple[Measurement, Measurement], measured: tuple[Measurement, Measurement]
+) -> tuple[dict[Key, float], dict[Key, tuple[tuple[float, ...], tuple[float, ...]]]]:
+    """Each figure's standard error and process medians (:mod:`kernelgate.verdict.processes`) from the
+    sides ``ab`` judged it on: as measured where :func:`measured_too` put it as measured (its move and
+    its noise must be of the same numbers: the loop narrows the spread, so at-speed noise would settle
+    an as-measured move too soon), else at each step's CPU speed."""
+    noise, each = process_noise(*at_speed), process_medians(*at_speed)
+    replaced = [(d.scope, d.name) for d in ab.deltas if ONLY_AT_SPEED in d.note]
+    if replaced:
+        raw_noise, raw_each = process_noise(*measured), process_medians(*measured)
+        noise |= {k: raw_noise[k] for k in replaced if k in raw_noise}
+        each |= {k: raw_each[k] for k in replaced if k in raw_each}
+    return noise, each
 
 
 def _as_measured(base: Measurement, head: Measurement, d: Delta) -> tuple[float, float] | None:

@@ -21,14 +21,13 @@ uniform offset explains: INCONCLUSIVE, with the hint to re-record (:func:`offset
 from __future__ import annotations
 
 import enum
-import math
 import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from kernelgate.config import GateConfig, Scope
 from kernelgate.machine import envdiff
-from kernelgate.measure.results import Dist, Measurement, combine
+from kernelgate.measure.results import Measurement, combine
 from kernelgate.measure.stages import HOST_COUPLED
 from kernelgate.verdict import bimodal, hostspeed, probespeed
 from kernelgate.verdict.compare import Comparison, Delta, Verdict
@@ -76,37 +75,6 @@ def _settled(delta: Delta, noise_us: float | None) -> bool:
     if delta.verdict in (Verdict.REGRESSED, Verdict.IMPROVED):
         return True  # over the limit, significant and beyond the spread of the processes of both sides
     return moved + 2 * noise_us <= limit if noise_us is not None else moved <= 0.5 * limit
-
-
-def process_noise(base: Measurement, head: Measurement) -> dict[tuple[Scope, str], float]:
-    """Per total, layer, host side of a layer and latency, the standard error (µs) of the difference
-    of the two sides' means of their process medians: how far the A/B's move may be off, given how
-    much processes differ."""
-    return {key: _standard_error(b.round_medians, h.round_medians) for key, b, h in _paired(base, head)}
-
-
-def process_medians(
-    base: Measurement, head: Measurement
-) -> dict[tuple[Scope, str], tuple[tuple[float, ...], tuple[float, ...]]]:
-    """Per total, latency, layer and host side of a layer: each process's median, base and head, in
-    the order of the rounds (what a reader checks a same-host verdict against)."""
-    return {key: (b.round_medians, h.round_medians) for key, b, h in _paired(base, head)}
-
-
-def _paired(base: Measurement, head: Measurement) -> list[tuple[tuple[Scope, str], Dist, Dist]]:
-    """The total, the latency, and each layer and host side of a layer that both sides have."""
-    pairs = [((Scope.TOTAL, "total"), base.total, head.total), ((Scope.WALL, "wall"), base.wall, head.wall)]
-    for scope, b_layers, h_layers in ((Scope.LAYER, base.layers, head.layers),
-                                      (Scope.HOST, base.host_layers, head.host_layers)):  # fmt: skip
-        found = {lay.name: lay.time for lay in h_layers}
-        pairs += [((scope, lay.name), lay.time, found[lay.name]) for lay in b_layers if lay.name in found]
-    return pairs
-
-
-def _standard_error(base: Sequence[float], head: Sequence[float]) -> float:
-    if len(base) < 2 or len(head) < 2:
-        return 0.0
-    return math.sqrt(statistics.variance(base) / len(base) + statistics.variance(head) / len(head))
 
 
 JUDGED = (Scope.TOTAL, Scope.LAYER, Scope.PHASE, Scope.HOST, Scope.WALL)
@@ -207,11 +175,10 @@ def decide(
     measured = combine(base_rounds[:n]), combine(head_rounds[:n])
     base, head, speeds, probes = at_speed(*measured)
     offset = runner_offset(screen_baseline, head, config)
-    noise = process_noise(base, head)
     # on a CPU every op is host work: an offset from the baseline's host says nothing there
     device_side = not screen.arch.startswith("cpu")
     ab = probespeed.compared(measured, (base, head), probes, config)
-    each = process_medians(base, head)
+    noise, each = probespeed.per_process(ab, (base, head), measured)
     decision = settle(
         screen,
         ab,
@@ -321,8 +288,8 @@ def still_open(base_rounds: Sequence[Measurement], head_rounds: Sequence[Measure
     measured = combine(base_rounds[:n]), combine(head_rounds[:n])
     base, head, speeds, probes = at_speed(*measured)
     ab = probespeed.compared(measured, (base, head), probes, config)
-    ab = _latency_doubts(ab, speeds, _walls(process_medians(base, head)), probes)
-    open_ = grey(ab, process_noise(base, head))
+    noise, each = probespeed.per_process(ab, (base, head), measured)
+    open_ = grey(_latency_doubts(ab, speeds, _walls(each), probes), noise)
     more = f" and {len(open_) - SHOWN_OPEN} more" if len(open_) > SHOWN_OPEN else ""
     said = (
         " (the latency and host-coupled stages at each step's CPU speed)"
@@ -370,7 +337,11 @@ def _walls(processes: bimodal.Processes | None) -> tuple[Sequence[float], Sequen
 
 def _probe_note(named: Sequence[Delta], probes: probespeed.Factors) -> str:
     """:func:`probespeed.note` where ``named`` holds the latency or a host-coupled stage."""
-    coupled = any(d.scope is Scope.WALL or (d.scope is Scope.HOST and d.name in HOST_COUPLED) for d in named)
+    coupled = any(
+        d.scope is Scope.WALL or (d.scope is Scope.HOST and d.name in HOST_COUPLED)
+        for d in named
+        if probespeed.ONLY_AT_SPEED not in d.note  # judged as measured
+    )
     return probespeed.note(probes) if coupled else ""
 
 
