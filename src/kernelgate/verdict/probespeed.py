@@ -136,6 +136,12 @@ def note(found: Factors) -> str:
     )
 
 
+def taken_at_speed(d: Delta) -> bool:
+    """Whether :func:`adjust` takes figure ``d`` at each step's CPU speed: the latency and the
+    host-coupled stages (the ``input`` copy, CPU pre/post-processing)."""
+    return d.scope is Scope.WALL or (d.scope is Scope.HOST and d.name in HOST_COUPLED)
+
+
 #: what a figure's note says where the loop alone put it over its limit (:func:`measured_too`)
 ONLY_AT_SPEED = "over its limit only at each step's CPU speed"
 
@@ -166,9 +172,8 @@ def measured_too(ab: Comparison, as_measured: Comparison) -> Comparison:
 
     def judged(d: Delta) -> Delta:
         m = raw.get((d.scope, d.name))
-        coupled = d.scope is Scope.WALL or (d.scope is Scope.HOST and d.name in HOST_COUPLED)
         slower = d.verdict is Verdict.REGRESSED or (d.verdict is Verdict.AMBIGUOUS and d.delta_us > 0)
-        if not coupled or not slower or m is None or m.verdict is Verdict.REGRESSED:
+        if not taken_at_speed(d) or not slower or m is None or m.verdict is Verdict.REGRESSED:
             return d
         if m.baseline_us is None or m.delta_pct is None or d.delta_pct is None:
             return d

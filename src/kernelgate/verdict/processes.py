@@ -14,7 +14,7 @@ from kernelgate.measure.results import Dist, Measurement
 Key = tuple[Scope, str]
 
 
-def process_noise(base: Measurement, head: Measurement) -> dict[tuple[Scope, str], float]:
+def process_noise(base: Measurement, head: Measurement) -> dict[Key, float]:
     """Per total, layer, host side of a layer and latency, the standard error (µs) of the difference
     of the two sides' means of their process medians: how far the A/B's move may be off, given how
     much processes differ."""
@@ -23,13 +23,13 @@ def process_noise(base: Measurement, head: Measurement) -> dict[tuple[Scope, str
 
 def process_medians(
     base: Measurement, head: Measurement
-) -> dict[tuple[Scope, str], tuple[tuple[float, ...], tuple[float, ...]]]:
+) -> dict[Key, tuple[tuple[float, ...], tuple[float, ...]]]:
     """Per total, latency, layer and host side of a layer: each process's median, base and head, in
     the order of the rounds (what a reader checks a same-host verdict against)."""
     return {key: (b.round_medians, h.round_medians) for key, b, h in _paired(base, head)}
 
 
-def _paired(base: Measurement, head: Measurement) -> list[tuple[tuple[Scope, str], Dist, Dist]]:
+def _paired(base: Measurement, head: Measurement) -> list[tuple[Key, Dist, Dist]]:
     """The total, the latency, and each layer and host side of a layer that both sides have."""
     pairs = [((Scope.TOTAL, "total"), base.total, head.total), ((Scope.WALL, "wall"), base.wall, head.wall)]
     for scope, b_layers, h_layers in ((Scope.LAYER, base.layers, head.layers),

@@ -173,12 +173,11 @@ def decide(
     if n < config.confirm_min_rounds:
         return None
     measured = combine(base_rounds[:n]), combine(head_rounds[:n])
-    base, head, speeds, probes = at_speed(*measured)
-    offset = runner_offset(screen_baseline, head, config)
+    found = judged_ab(*measured, config)
+    ab, noise, each, speeds, probes = found.ab, found.noise, found.each, found.speeds, found.probes
+    offset = runner_offset(screen_baseline, found.head, config)
     # on a CPU every op is host work: an offset from the baseline's host says nothing there
     device_side = not screen.arch.startswith("cpu")
-    ab = probespeed.compared(measured, (base, head), probes, config)
-    noise, each = probespeed.per_process(ab, (base, head), measured)
     decision = settle(
         screen,
         ab,
@@ -285,11 +284,9 @@ def still_open(base_rounds: Sequence[Measurement], head_rounds: Sequence[Measure
     n = min(len(base_rounds), len(head_rounds))
     if n < config.confirm_min_rounds:
         return f"{n} of at least {config.confirm_min_rounds} process(es) a side"
-    measured = combine(base_rounds[:n]), combine(head_rounds[:n])
-    base, head, speeds, probes = at_speed(*measured)
-    ab = probespeed.compared(measured, (base, head), probes, config)
-    noise, each = probespeed.per_process(ab, (base, head), measured)
-    open_ = grey(_latency_doubts(ab, speeds, _walls(each), probes), noise)
+    found = judged_ab(combine(base_rounds[:n]), combine(head_rounds[:n]), config)
+    probes = found.probes
+    open_ = grey(_latency_doubts(found.ab, found.speeds, _walls(found.each), probes), found.noise)
     more = f" and {len(open_) - SHOWN_OPEN} more" if len(open_) > SHOWN_OPEN else ""
     said = (
         " (the latency and host-coupled stages at each step's CPU speed)"
@@ -307,16 +304,31 @@ def grey(ab: Comparison, noise: Mapping[tuple[Scope, str], float] | None) -> tup
     )
 
 
-def at_speed(
-    base: Measurement, head: Measurement
-) -> tuple[Measurement, Measurement, tuple[tuple[float, ...], tuple[float, ...]], probespeed.Factors]:
-    """Both sides of an A/B (each its processes combined) as the judge compares them: each process's
-    host speed out of its layers' host times (:func:`hostspeed.per_process`: the runner's, not the
-    change's), and each step's CPU speed out of the host-coupled stages and the latency's host part
-    (:func:`probespeed.adjust`: a loop the code does not move); and both sets of factors."""
+@dataclass(frozen=True)
+class AB:
+    """A same-host A/B as the judge compares it (:func:`judged_ab`)."""
+
+    head: Measurement  # the head's processes combined, at each process's host speed and step's CPU speed
+    ab: Comparison  # the process rule's verdicts (probespeed.compared)
+    noise: dict[tuple[Scope, str], float]  # each figure's standard error of the move (probespeed.per_process)
+    each: bimodal.Processes  # each figure's process medians, base and head
+    speeds: tuple[tuple[float, ...], tuple[float, ...]]  # each process's host speed (hostspeed.per_process)
+    probes: probespeed.Factors  # each process's CPU-speed loop (probespeed.adjust)
+
+
+def judged_ab(base: Measurement, head: Measurement, config: GateConfig) -> AB:
+    """Both sides of an A/B (each its processes combined, as measured) as the judge compares them:
+    each process's host speed out of its layers' host times (:func:`hostspeed.per_process`: the
+    runner's, not the change's), each step's CPU speed out of the host-coupled stages and the latency's
+    host part (:func:`probespeed.adjust`: a loop the code does not move), compared by the process rule
+    with the loop unable to make a regression (:func:`probespeed.compared`), and each figure's noise
+    and process medians from the sides it was judged on (:func:`probespeed.per_process`). The judge
+    (:func:`decide`, :func:`still_open`) and ``kernelgate ab`` alike."""
     b, h, speeds = hostspeed.per_process(base, head)
     b, h, probes = probespeed.adjust(b, h)
-    return b, h, speeds, probes
+    ab = probespeed.compared((base, head), (b, h), probes, config)
+    noise, each = probespeed.per_process(ab, (b, h), (base, head))
+    return AB(h, ab, noise, each, speeds, probes)
 
 
 def _latency_doubts(
@@ -337,11 +349,7 @@ def _walls(processes: bimodal.Processes | None) -> tuple[Sequence[float], Sequen
 
 def _probe_note(named: Sequence[Delta], probes: probespeed.Factors) -> str:
     """:func:`probespeed.note` where ``named`` holds the latency or a host-coupled stage."""
-    coupled = any(
-        d.scope is Scope.WALL or (d.scope is Scope.HOST and d.name in HOST_COUPLED)
-        for d in named
-        if probespeed.ONLY_AT_SPEED not in d.note  # judged as measured
-    )
+    coupled = any(probespeed.taken_at_speed(d) and probespeed.ONLY_AT_SPEED not in d.note for d in named)
     return probespeed.note(probes) if coupled else ""
 
 
