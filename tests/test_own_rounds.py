@@ -16,6 +16,7 @@ from kernelgate.coldstart.verdict import BY_HOST_KEY, EXTRA_KEY
 from kernelgate.config import GateConfig
 from kernelgate.machine.fingerprint import HostFingerprint
 from kernelgate.measure.results import Dist, LayerStat, Measurement, combine
+from kernelgate.verdict import ownrange
 from kernelgate.verdict.compare import compare
 
 HOST_A = HostFingerprint(
@@ -195,3 +196,76 @@ def test_the_maps_by_host_merge_only_kernelgate_s_keys_and_leave_a_new_entry_non
     assert byhost.without(first, "b") is first and byhost.without(first, None) is first
     # a redacted results file names no host id
     assert byhost.redacted(first) == {"name": "x", "extra_info": {"kernelgate": {}}}
+
+
+# --- the screen against a runner's own rounds (verdict/ownrange.py) ---
+
+
+def process(level: float, seed: int) -> Measurement:
+    """One process of host B: model.0 at ``level`` µs (±0.2 %) beside a steady 1 ms of other layers, so
+    that the forward's total moves by well under its 1 % threshold."""
+    one = round_on(HOST_B, level, seed)
+    rest = LayerStat("model.1", "Conv", Dist((1000.0,) * one.total.n))
+    return replace(
+        one, layers=(one.layers[0], rest), total=Dist(tuple(v + 1000.0 for v in one.layers[0].time.samples))
+    )
+
+
+def own_two(lower: float = 33.3, upper: float = 34.4) -> Measurement:
+    """Two rounds of host B, model.0 at ``lower`` and ``upper`` µs: the two levels of yolo26n fp16's model.9
+    on one H200 (2026-11-27), one a process."""
+    return combine([process(lower, 0), process(upper, 1)])
+
+
+def screened(stored: Measurement, head: Measurement, own: bool) -> tuple[bool, str]:
+    from kernelgate.plugin.screen import screen
+
+    config = GateConfig()
+    suspect, _, why = screen(stored, head, compare(stored, head, config), config, own)
+    return suspect, why
+
+
+def test_a_process_at_the_level_of_an_own_round_is_no_suspect() -> None:
+    stored, head = own_two(), process(34.45, 5)
+    assert ownrounds.recorded_by(stored, HOST_B) and not ownrounds.recorded_by(stored, HOST_A)
+    # against the pooled median (33.85) it is +1.8 %, over half the 2.5 % threshold and past the rounds'
+    # spread: what sent yolo26n to the judge in 10 of 11 A/A runs
+    half = GateConfig().screening()
+    assert [d.name for d in compare(stored, head, half).failures] == ["model.0"]
+    assert not compare(stored, head, half, judge=ownrange.rule()).failed
+    assert screened(stored, head, own=True) == (False, "")
+    # rounds of another runner: every move over the screen's limit is a suspect, as before
+    suspect, why = screened(stored, head, own=False)
+    assert suspect and why.startswith("model.0 +1.8 % over 50% of their thresholds")
+
+
+def test_a_slowdown_beyond_the_own_rounds_is_a_suspect() -> None:
+    stored = own_two()
+    for level in (34.4, 33.9):  # +3 % over the upper round, and over a process between the two
+        head = process(level * 1.03, 7)
+        suspect, why = screened(stored, head, own=True)
+        assert suspect and why.startswith("model.0 +"), (level, why)
+    # +3 % over the lower round lands within the upper one's: the pooled rule lets it go too
+    head = process(33.3 * 1.03, 7)
+    assert not compare(stored, head, GateConfig().screening()).failed
+    assert screened(stored, head, own=True)[0] is False
+
+
+def test_a_move_over_the_threshold_within_the_own_rounds_goes_to_the_judge() -> None:
+    # rounds 6 % apart: a process 3.4 % over the pooled median (the threshold is 2.5 %) lies within a
+    # quarter of the threshold of the slower round; the screen lets it go, the full threshold does not,
+    # so the judge decides (the plugin never fails a benchmark unjudged)
+    stored = own_two(100.0, 106.0)
+    head = process(106.5, 3)
+    assert not compare(stored, head, GateConfig().screening(), judge=ownrange.rule()).failed
+    suspect, why = screened(stored, head, own=True)
+    assert suspect and why.startswith("model.0 +3.4 %")
+    assert why.endswith("over their thresholds, within the spread of this runner's own rounds")
+
+
+def test_the_farthest_own_process_sets_one_outlier_round_aside() -> None:
+    assert ownrange.farthest([1.0], up=True) is None
+    assert ownrange.farthest([1.0, 2.0], up=True) == 2.0
+    assert ownrange.farthest([1.0, 2.0], up=False) == 1.0
+    assert ownrange.farthest([1.0, 2.0, 10.0], up=True) == 2.0  # the 10 is one outlier of three
+    assert ownrange.farthest([0.1, 2.0, 3.0], up=False) == 2.0

@@ -80,3 +80,11 @@ def own(m: Measurement, runner: HostFingerprint | None) -> tuple[Measurement, st
         "another host's offset is not this change"
     )
     return rounds_of(m, keep), note
+
+
+def recorded_by(m: Measurement, runner: HostFingerprint | None) -> bool:
+    """Whether ``runner`` recorded every round of ``m`` (rounds with fingerprints, at least two)."""
+    hosts = m.round_hosts
+    if runner is None or len(hosts) < 2 or len(hosts) != len(m.total.round_samples()):
+        return False
+    return all(h is not None and h.id == runner.id for h in hosts)

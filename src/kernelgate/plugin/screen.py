@@ -20,13 +20,13 @@ import pytest
 from kernelgate.baseline import ownrounds
 from kernelgate.baseline import store as baseline
 from kernelgate.baseline.names import shown
-from kernelgate.config import MissingBaseline, record_command, record_rounds_command
+from kernelgate.config import GateConfig, MissingBaseline, record_command, record_rounds_command
 from kernelgate.machine import envdiff, identity
 from kernelgate.measure import results as measure
 from kernelgate.models.layers import Layers
 from kernelgate.plugin.session import MissingBaselineWarning, State
 from kernelgate.report.terminal import failure_message
-from kernelgate.verdict import hostspeed, structure, yardstick
+from kernelgate.verdict import hostspeed, ownrange, structure, yardstick
 from kernelgate.verdict.compare import Comparison, compare
 from kernelgate.verdict.samehost import names
 
@@ -43,7 +43,9 @@ def gate(kg: KernelGate, result: measure.Measurement, layers: Layers) -> Compari
     check_entry(entry, result, kg.state, shown(path), kg.target)
     cfg = kg.state.config
     # where other hosts recorded rounds of this entry too, the rounds this runner recorded
-    stored, own_note = ownrounds.own(entry.measurement, result.round_hosts[0])
+    runner = result.round_hosts[0]
+    stored, own_note = ownrounds.own(entry.measurement, runner)
+    own = bool(own_note) or ownrounds.recorded_by(stored, runner)
     comparison = compare(stored, result, cfg)
     if own_note:
         comparison = dataclasses.replace(comparison, notes=(*comparison.notes, own_note))
@@ -60,13 +62,7 @@ def gate(kg: KernelGate, result: measure.Measurement, layers: Layers) -> Compari
         comparison = dataclasses.replace(comparison, notes=(*comparison.notes, blind_note(kg.target)))
     why = ""
     if cfg.confirm:  # suspect at a fraction of the thresholds, the host side relative to this runner
-        speed = hostspeed.factor(stored, result)
-        here = hostspeed.scaled(stored, speed)
-        screened = compare(here, result, cfg.screening())
-        suspect = bool(built) or blind or screened.failed
-        if not suspect:
-            comparison = hostspeed.relative(comparison, compare(here, result, cfg), speed)
-        why = suspicion(screened, cfg.screen, structure.summary(built) if built else "", blind)
+        suspect, comparison, why = screen(stored, result, comparison, cfg, own, built, blind)
     if suspect and cfg.confirm:
         # a suspect: base and head on this runner decide at the end of the session
         from kernelgate.plugin.samehost import KERNEL, Suspect
@@ -82,6 +78,34 @@ def gate(kg: KernelGate, result: measure.Measurement, layers: Layers) -> Compari
 
 
 SHOWN = 4  # figures named per suspect
+
+
+def screen(
+    stored: measure.Measurement,
+    result: measure.Measurement,
+    comparison: Comparison,
+    cfg: GateConfig,
+    own: bool,
+    built: tuple[structure.Change, ...] = (),
+    blind: bool = False,
+) -> tuple[bool, Comparison, str]:
+    """With the same-host judge on: whether ``result`` is a suspect, the comparison a benchmark that is
+    none is judged by (its host side relative to this runner), and why it is one.
+
+    A suspect fails at ``screen`` times its thresholds, the host side relative to this runner's speed;
+    against this runner's own rounds (``own``) only beyond its own processes
+    (:mod:`kernelgate.verdict.ownrange`). What fails at the full threshold is a suspect too: never
+    failed without the judge."""
+    speed = hostspeed.factor(stored, result)
+    here = hostspeed.scaled(stored, speed)
+    screened = compare(here, result, cfg.screening(), judge=ownrange.rule(cfg.alpha) if own else None)
+    relative = hostspeed.relative(comparison, compare(here, result, cfg), speed)
+    suspect = bool(built) or blind or screened.failed or relative.failed
+    why = suspicion(screened, cfg.screen, structure.summary(built) if built else "", blind)
+    if relative.failed and not why:
+        over = names(relative.failures[:SHOWN], roles=False)
+        why = f"{over} over their thresholds, within the spread of this runner's own rounds"
+    return suspect, comparison if suspect else relative, why
 
 
 def suspicion(screened: Comparison, fraction: float, built: str, blind: bool) -> str:

@@ -1,0 +1,64 @@
+"""The screen's rule where the baseline holds rounds this runner recorded itself: a figure is a suspect
+only where this run's process lies beyond every process of its own rounds (one outlier round set aside
+where there are three or more) by more than half the screen's limit (:data:`MARGIN`: a quarter of the
+threshold at ``screen = 50 %``).
+
+The screen measures the head in one process; the pooled median of two or three own rounds sits between
+them. On 2 x H200 (2026-11-27, 11 A/A runs of `pytest benchmarks`, each screened against the 2 rounds
+its GPU had appended), yolo26n fp16's model.9 had own rounds of 33.3 and 34.4 µs (pooled 33.8): every
+A/A process measured 34.4-34.5 µs, +1.8 … +2.3 % against the pooled median, over half of its 2.5 %
+threshold and just past the rounds' spread, so it went to the same-host judge in 10 of 11 runs (its
+processes there: 33.3-34.1 µs; passed every time): the runs whose only suspect it was took 190-192 s,
+the one run without a suspect 91 s. A process at the level of one of the baseline's own processes is no
+evidence of a change.
+
+:func:`noise_aware_rule` still decides first (threshold, floor, significance, round spread); this rule
+only lets go a move that stays within ``MARGIN`` times the limit of the farthest own process. The plugin
+sends any figure that fails at the full threshold to the judge all the same (never fails it unjudged).
+
+What it costs, offline on the same runs' records (the screen's processes are not kept, so each own round
+stood for one, screened against both rounds): a +3 % slowdown put into each device layer of >= 20 µs
+(240 cases) was a suspect in 226 with this rule, 228 with the pooled median alone, 210 with a margin
+of the whole screen limit; re-screened so, the A/A runs without a suspect were 6 of 11 instead of 1
+(the device layers re-screened; the latency and host figures counted as suspects still).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from kernelgate.config import Threshold
+from kernelgate.measure.results import Dist
+from kernelgate.verdict.delta import DEFAULT_ALPHA, Judge, Judgement, Verdict, noise_aware_rule
+
+# how far beyond the farthest own process, in parts of the screen's limit: a quarter of the threshold
+# at screen = 50 %
+MARGIN = 0.5
+
+
+def farthest(medians: Sequence[float], up: bool) -> float | None:
+    """The slowest (``up``) or fastest process median of the rounds, the most extreme one set aside where
+    there are three or more (one outlier round must not widen the range); None under two rounds."""
+    if len(medians) < 2:
+        return None
+    ordered = sorted(medians, reverse=not up)
+    return ordered[-2] if len(ordered) >= 3 else ordered[-1]
+
+
+def rule(alpha: float = DEFAULT_ALPHA) -> Judge:
+    """:func:`noise_aware_rule`, with a move within ``limit`` of the farthest own process AMBIGUOUS."""
+
+    def judge(baseline: Dist, current: Dist, threshold: Threshold) -> Judgement:
+        found = noise_aware_rule(baseline, current, threshold, alpha)
+        if found.verdict not in (Verdict.REGRESSED, Verdict.IMPROVED):
+            return found
+        up = found.verdict is Verdict.REGRESSED
+        edge = farthest(baseline.round_medians, up)
+        if edge is None:
+            return found
+        beyond = current.median - edge if up else edge - current.median
+        if beyond > MARGIN * threshold.limit_us(baseline.median):
+            return found
+        return Judgement(Verdict.AMBIGUOUS, found.p_value, found.noise_pct)
+
+    return judge
