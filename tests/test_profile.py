@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 import torch
 
 from kernelgate.measure import attribute, profile, trace
@@ -85,3 +86,25 @@ def test_a_module_named_with_a_backslash_keeps_its_name_and_layer(tmp_path: Path
     assert set(frame["module"]) == expected
     assert set(frame["layer"]) == {"model.0", "model.x\\y"}  # no stray layer, nothing unattributed
     assert frame[frame["module"] == "model.x\\y.a\\b"]["kernel"].tolist() == ["aten::silu", "aten::silu"]
+
+
+def test_while_profiling_the_profiler_sees_inductor_only_where_it_is_imported(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """torch.profiler asks ``hasattr(torch, "_inductor")``, which imports Inductor where nothing has
+    (measure/profile.py): under ``_no_inductor_import`` it is true only where Inductor is imported, and
+    the profiler's module is left as it was."""
+    import sys
+
+    from torch.profiler import profiler as module
+
+    inductor = sys.modules.get("torch._inductor")
+    monkeypatch.delitem(sys.modules, "torch._inductor", raising=False)
+    assert "hasattr" not in vars(module)
+    with profile._no_inductor_import():
+        assert module.hasattr(torch, "_inductor") is False
+        assert "torch._inductor" not in sys.modules  # not imported by the question
+        assert module.hasattr(torch, "nn") and not module.hasattr(torch, "no_such_name")
+        monkeypatch.setitem(sys.modules, "torch._inductor", inductor or object())
+        assert module.hasattr(torch, "_inductor") is True
+    assert "hasattr" not in vars(module)

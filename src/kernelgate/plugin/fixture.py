@@ -42,10 +42,10 @@ if TYPE_CHECKING:
 
 
 def pick_device(requested: str) -> str:
+    if requested == "cpu":  # no torch for it: a process of cold starts alone never imports it
+        return "cpu"
     import torch
 
-    if requested == "cpu":
-        return "cpu"
     if torch.cuda.is_available():
         return "cuda"
     if requested == "cuda":

@@ -103,8 +103,9 @@ class Judge:
         self.orders: list[list[str]] = []  # each round's kernel benchmarks, as its processes measured them
         self.changed: dict[str, bool] = {}  # whose forward changed, base -> head (verdict/neighbours.py)
 
-    def _spawn(self, side: Side, nodeids: Sequence[str], out: Path) -> standby.Child:
-        """Start ``side``'s pytest process for ``nodeids``, waiting for its go (plugin/standby.py)."""
+    def _spawn(self, side: Side, nodeids: Sequence[str], out: Path, cold: bool) -> standby.Child:
+        """Start ``side``'s pytest process for ``nodeids`` (``cold``: cold starts alone), waiting for
+        its go (plugin/standby.py)."""
         root = side.root
         args = invocation.mapped(self.args, self.head_root, root)
         if side.name == "base":  # the deliberate slowdown stands for a change in the head
@@ -116,7 +117,7 @@ class Judge:
             *[str(root / self.rootpath.relative_to(self.head_root) / n) for n in nodeids],
             "-p", "no:cacheprovider", "-q", "--kernelgate", f"--kernelgate-confirm-out={out}",
             f"--kernelgate-out={out / 'kg'}", f"--kernelgate-report-dir={out / 'report'}",
-            f"--kernelgate-standby={out / standby.GO}",
+            f"--kernelgate-standby={out / standby.GO}", *(["--kernelgate-standby-cold"] if cold else []),
         ]  # fmt: skip
         return standby.start(side.name, command, side.cwd, side.env, out)
 
@@ -196,7 +197,8 @@ class Judge:
             # the host side, 2026-11-25: plugin/standby.py)
             ids = [s.nodeid for s in pending]
             self.orders.append([s.screen.benchmark for s in pending if s.kind == KERNEL])
-            children = [self._spawn(side, ids, self.work / f"{side.name}-{r}")
+            cold = all(s.kind == COLDSTART for s in pending)
+            children = [self._spawn(side, ids, self.work / f"{side.name}-{r}", cold)
                         for side in ab.order(sides, r)]  # fmt: skip
             standby.await_ready(children, CHILD_TIMEOUT_S)
             spent = [f"start-up {time.monotonic() - start:.1f} s"]

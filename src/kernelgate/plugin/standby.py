@@ -64,8 +64,12 @@ def release(go: Path, nodeids: Sequence[str]) -> None:
 
 
 def select(config: pytest.Config, items: list[pytest.Item], go: Path) -> None:
-    """Say ready, wait for the go, then keep the items it names (the others are deselected)."""
-    prewarm()
+    """Say ready, wait for the go, then keep the items it names (the others are deselected). A child
+    of cold starts alone (``--kernelgate-standby-cold``) imports nothing ahead: each cold start is a
+    process of its own, and ``import torch`` was 1.8 of the 5.3 CPU-s of such a child on the CPU
+    (2-core CI-like machine, 2026-11-27)."""
+    if not config.getoption("kernelgate_standby_cold", False):
+        prewarm()
     go.with_name(READY).write_text("ready", encoding="utf-8")
     chosen = set(wait(go))
     keep = [i for i in items if i.nodeid in chosen]
