@@ -30,13 +30,6 @@ collect_ignore = ["adopter"]
 # their own.
 os.environ["OMP_NUM_THREADS"] = "1"
 
-# The pytest runs the tests start (pytester's subprocesses, the gate's and the same-host judge's
-# children, about 150 of them) load no plugin that none of them uses: hypothesis's and anyio's, which
-# pytest loads from their entry points, took 0.2-0.25 of the 0.6-0.9 CPU-s of an empty pytest run
-# (2-core CI-like machine, 2026-11-27). This suite's own processes started before this line: they keep them.
-_UNUSED_PLUGINS = "-p no:hypothesispytest -p no:anyio"
-os.environ["PYTEST_ADDOPTS"] = f"{os.environ.get('PYTEST_ADDOPTS', '')} {_UNUSED_PLUGINS}".strip()
-
 
 @pytest.fixture(autouse=True)
 def _no_xdist_worker_environment(monkeypatch: pytest.MonkeyPatch) -> None:
