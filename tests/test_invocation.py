@@ -64,7 +64,7 @@ class _Group:
 PARENT_ONLY = {
     "--kernelgate-save", "--kernelgate-append", "--kernelgate-out", "--kernelgate-confirm-out",
     "--kernelgate-report-dir", "--kernelgate-history", "--kernelgate-replace-unreadable",
-    "--kernelgate-keep-round", "--kernelgate-standby", "--kernelgate-standby-cold",
+    "--kernelgate-keep-round", "--kernelgate-standby",
 }  # fmt: skip
 
 

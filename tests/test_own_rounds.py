@@ -260,7 +260,7 @@ def test_a_move_over_the_threshold_within_the_own_rounds_goes_to_the_judge() -> 
     assert not compare(stored, head, GateConfig().screening(), judge=ownrange.rule()).failed
     suspect, why = screened(stored, head, own=True)
     assert suspect and why.startswith("model.0 +3.4 %")
-    assert why.endswith("over their thresholds, within the spread of this runner's own rounds")
+    assert why.endswith("over their thresholds, near this runner's slowest own round")
 
 
 def test_the_farthest_own_process_sets_one_outlier_round_aside() -> None:
@@ -269,3 +269,16 @@ def test_the_farthest_own_process_sets_one_outlier_round_aside() -> None:
     assert ownrange.farthest([1.0, 2.0], up=False) == 1.0
     assert ownrange.farthest([1.0, 2.0, 10.0], up=True) == 2.0  # the 10 is one outlier of three
     assert ownrange.farthest([0.1, 2.0, 3.0], up=False) == 2.0
+
+
+def test_the_screen_goes_by_the_spread_of_rounds_that_are_all_this_runners() -> None:
+    mixed = two_hosts()  # three rounds of host A, two of host B
+    stored, note, own = ownrounds.screened_against(mixed, HOST_B)
+    assert own and note and stored.round_hosts == (HOST_B, HOST_B)
+    assert ownrounds.screened_against(mixed, HOST_C)[2] is False  # another runner's rounds: as before
+    assert ownrounds.screened_against(mixed, None)[2] is False
+    alone = own_two()
+    assert ownrounds.screened_against(alone, HOST_B) == (alone, "", True)  # every round its own
+    one = combine([process(33.3, 0)])
+    assert ownrounds.screened_against(one, HOST_B)[2] is False  # one round: no spread to go by
+    assert ownrounds.screened_against(replace(alone, hosts=()), HOST_B)[2] is False  # no fingerprints

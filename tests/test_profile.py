@@ -100,6 +100,7 @@ def test_while_profiling_the_profiler_sees_inductor_only_where_it_is_imported(
 
     inductor = sys.modules.get("torch._inductor")
     monkeypatch.delitem(sys.modules, "torch._inductor", raising=False)
+    monkeypatch.delenv("TORCHINDUCTOR_CUDAGRAPHS", raising=False)
     assert "hasattr" not in vars(module)
     with profile._no_inductor_import():
         assert module.hasattr(torch, "_inductor") is False
@@ -108,3 +109,15 @@ def test_while_profiling_the_profiler_sees_inductor_only_where_it_is_imported(
         monkeypatch.setitem(sys.modules, "torch._inductor", inductor or object())
         assert module.hasattr(torch, "_inductor") is True
     assert "hasattr" not in vars(module)
+
+
+def test_with_inductors_cuda_graph_variable_set_the_profiler_asks_as_it_did(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``TORCHINDUCTOR_CUDAGRAPHS`` gives Inductor's CUDA-graph setting its default, which the profiler
+    reads: there the profiler's module is left alone."""
+    from torch.profiler import profiler as module
+
+    monkeypatch.setenv("TORCHINDUCTOR_CUDAGRAPHS", "1")
+    with profile._no_inductor_import():
+        assert "hasattr" not in vars(module)

@@ -95,3 +95,29 @@ def test_await_ready_returns_once_every_child_is_ready_or_gone(tmp_path: Path) -
         waiting.kill()
         for child in children:
             child.log.close()
+
+
+@pytest.mark.parametrize("cold", [False, True])
+def test_a_child_of_cold_starts_alone_imports_nothing_ahead(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cold: bool
+) -> None:
+    # the judge says so in the child's environment (a base checkout's older kernelgate has no option
+    # for it and runs the child all the same)
+    warmed: list[bool] = []
+    monkeypatch.setattr(standby, "prewarm", lambda: warmed.append(True))
+    if cold:
+        monkeypatch.setenv(standby.COLD_VAR, "1")
+    else:
+        monkeypatch.delenv(standby.COLD_VAR, raising=False)
+    go = tmp_path / standby.GO
+    standby.release(go, [])
+
+    class Config:
+        class hook:  # pytest's config.hook, as select calls it
+            @staticmethod
+            def pytest_deselected(items: list[object]) -> None:
+                pass
+
+    standby.select(Config(), [], go)  # type: ignore[arg-type]
+    assert warmed == ([] if cold else [True])
+    assert (tmp_path / standby.READY).is_file()

@@ -82,6 +82,13 @@ def own(m: Measurement, runner: HostFingerprint | None) -> tuple[Measurement, st
     return rounds_of(m, keep), note
 
 
+def screened_against(m: Measurement, runner: HostFingerprint | None) -> tuple[Measurement, str, bool]:
+    """What the screen compares ``runner``'s run with (:func:`own`), its note, and whether those rounds
+    are all the runner's own (then the screen goes by their spread: :mod:`kernelgate.verdict.ownrange`)."""
+    stored, note = own(m, runner)
+    return stored, note, bool(note) or recorded_by(stored, runner)
+
+
 def recorded_by(m: Measurement, runner: HostFingerprint | None) -> bool:
     """Whether ``runner`` recorded every round of ``m`` (rounds with fingerprints, at least two)."""
     hosts = m.round_hosts

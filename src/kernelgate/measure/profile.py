@@ -159,9 +159,15 @@ def _no_inductor_import() -> Iterator[None]:
     1.5 of the 6.7 CPU-s of a process measuring yolov8n at 160 on the CPU (torch 2.14.1, 2-core CI-like
     machine, 2026-11-27), in every measuring process of an eager model. Where Inductor was never
     imported nothing ran compiled by it, so its CUDA-graph setting cannot apply: while the profiler
-    runs, its ``hasattr`` sees Inductor only where it is imported."""
+    runs, its ``hasattr`` sees Inductor only where it is imported. Where ``TORCHINDUCTOR_CUDAGRAPHS``
+    is set (the setting's default comes from it) the profiler reads it as before."""
     import builtins
+    import os
     import sys
+
+    if "TORCHINDUCTOR_CUDAGRAPHS" in os.environ:
+        yield
+        return
 
     from torch.profiler import profiler as module
 

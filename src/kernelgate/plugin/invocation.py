@@ -32,7 +32,6 @@ DROPPED_WITH_VALUE = frozenset(
 # flags dropped (no value)
 DROPPED_FLAGS = frozenset(
     {
-        "--kernelgate-standby-cold",
         "--lf", "--last-failed", "--ff", "--failed-first", "--nf", "--new-first", "--sw", "--stepwise",
         "--sw-skip", "--stepwise-skip", "-x", "--exitfirst", "--pdb", "--trace", "--looponfail", "-f",
         "--kernelgate-save", "--kernelgate-append", "--kernelgate-replace-unreadable",

@@ -139,7 +139,6 @@ def add(parser: pytest.Parser) -> None:
     )
     add("--kernelgate-confirm-out", metavar="PATH", help=argparse.SUPPRESS)
     add("--kernelgate-standby", metavar="PATH", help=argparse.SUPPRESS)  # plugin/standby.py
-    add("--kernelgate-standby-cold", action="store_true", help=argparse.SUPPRESS)  # cold starts alone
     add("--kernelgate-baseline-dir", metavar="DIR", help="baseline folder (default: baselines)")
     add("--kernelgate-threshold", metavar="PCT", help="layer threshold, e.g. 10%%")
     add("--kernelgate-kernel-threshold", metavar="PCT", help="kernel threshold, e.g. 25%%")

@@ -117,9 +117,11 @@ class Judge:
             *[str(root / self.rootpath.relative_to(self.head_root) / n) for n in nodeids],
             "-p", "no:cacheprovider", "-q", "--kernelgate", f"--kernelgate-confirm-out={out}",
             f"--kernelgate-out={out / 'kg'}", f"--kernelgate-report-dir={out / 'report'}",
-            f"--kernelgate-standby={out / standby.GO}", *(["--kernelgate-standby-cold"] if cold else []),
+            f"--kernelgate-standby={out / standby.GO}",
         ]  # fmt: skip
-        return standby.start(side.name, command, side.cwd, side.env, out)
+        # said in the environment, not as an option: a base checkout's older kernelgate ignores it
+        env = {**side.env, standby.COLD_VAR: "1"} if cold else side.env
+        return standby.start(side.name, command, side.cwd, env, out)
 
     def _sides(self) -> tuple[Side, Side] | str:
         top = basetree.git(self.rootpath, "rev-parse", "--show-toplevel")

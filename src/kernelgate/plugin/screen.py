@@ -43,9 +43,7 @@ def gate(kg: KernelGate, result: measure.Measurement, layers: Layers) -> Compari
     check_entry(entry, result, kg.state, shown(path), kg.target)
     cfg = kg.state.config
     # where other hosts recorded rounds of this entry too, the rounds this runner recorded
-    runner = result.round_hosts[0]
-    stored, own_note = ownrounds.own(entry.measurement, runner)
-    own = bool(own_note) or ownrounds.recorded_by(stored, runner)
+    stored, own_note, own = ownrounds.screened_against(entry.measurement, result.round_hosts[0])
     comparison = compare(stored, result, cfg)
     if own_note:
         comparison = dataclasses.replace(comparison, notes=(*comparison.notes, own_note))
@@ -102,9 +100,10 @@ def screen(
     relative = hostspeed.relative(comparison, compare(here, result, cfg), speed)
     suspect = bool(built) or blind or screened.failed or relative.failed
     why = suspicion(screened, cfg.screen, structure.summary(built) if built else "", blind)
-    if relative.failed and not why:
+    if relative.failed and not screened.failed:  # the screen let them go: near its own rounds
         over = names(relative.failures[:SHOWN], roles=False)
-        why = f"{over} over their thresholds, within the spread of this runner's own rounds"
+        near = f"{over} over their thresholds, near this runner's slowest own round"
+        why = f"{why}; {near}" if why else near
     return suspect, comparison if suspect else relative, why
 
 

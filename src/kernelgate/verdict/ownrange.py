@@ -1,7 +1,7 @@
 """The screen's rule where the baseline holds rounds this runner recorded itself: a figure is a suspect
 only where this run's process lies beyond every process of its own rounds (one outlier round set aside
 where there are three or more) by more than half the screen's limit (:data:`MARGIN`: a quarter of the
-threshold at ``screen = 50 %``).
+threshold at ``screen = 50 %``, or half the floor where the floor is the limit).
 
 The screen measures the head in one process; the pooled median of two or three own rounds sits between
 them. On 2 x H200 (2026-11-27, 11 A/A runs of `pytest benchmarks`, each screened against the 2 rounds
