@@ -142,6 +142,15 @@ def test_a_committed_slowdown_is_confirmed_on_this_machine(pytester: pytest.Pyte
     assert len(suspect["base"]) == len(suspect["head"]) >= 2  # confirm_min_rounds = 2 here
     assert [p["first"] for p in suspect["base"]][:2] == [True, False]  # base, head, then head, base
     assert all(p["wall_us"] > 0 and p["total_us"] > 0 and "model.1" in p["host_us"] for p in suspect["head"])
+    # the records keep the screen's own measurement beside the stored baseline: a screen rule can be
+    # replayed from them
+    from kernelgate.measure.results import Measurement
+    from kernelgate.plugin.evidence import read_records
+
+    (records,) = read_records(pytester.path / ".kernelgate" / "samehost-records.json.xz")
+    screened = Measurement.from_json(records["suspect"]["measured"])
+    assert screened.benchmark == Measurement.from_json(records["suspect"]["baseline"]).benchmark
+    assert screened.layer("model.1") is not None and screened.wall.n > 0
 
 
 @pytest.mark.slow

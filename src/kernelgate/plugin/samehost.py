@@ -65,16 +65,20 @@ class Suspect:
     screen: Comparison
     baseline: Mapping[str, Any]  # the stored baseline's record (Measurement or ColdStart JSON)
     why: str = ""  # what the screen saw: "model.9 +3.2 %, wall +19.7 %", "another host's baseline"
+    # the screen's own measurement (Measurement JSON; kernel suspects), kept in the judge's records so
+    # that a screen rule can be replayed exactly (verdict/ownrange.py was checked from deltas alone)
+    measured: Mapping[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {"nodeid": self.nodeid, "kind": self.kind, "screen": self.screen.to_json(),
-                "baseline": dict(self.baseline), "why": self.why}  # fmt: skip
+        out = {"nodeid": self.nodeid, "kind": self.kind, "screen": self.screen.to_json(),
+               "baseline": dict(self.baseline), "why": self.why}  # fmt: skip
+        return out | ({"measured": dict(self.measured)} if self.measured is not None else {})
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Suspect:
         return cls(
             str(data["nodeid"]), str(data["kind"]), Comparison.from_json(data["screen"]), data["baseline"],
-            str(data.get("why", "")),
+            str(data.get("why", "")), data.get("measured"),
         )  # fmt: skip
 
 

@@ -65,7 +65,8 @@ def gate(kg: KernelGate, result: measure.Measurement, layers: Layers) -> Compari
         # a suspect: base and head on this runner decide at the end of the session
         from kernelgate.plugin.samehost import KERNEL, Suspect
 
-        kg.state.add_suspect(Suspect(kg.node.nodeid, KERNEL, comparison, stored.to_json(), why))
+        record = Suspect(kg.node.nodeid, KERNEL, comparison, stored.to_json(), why, result.to_json())
+        kg.state.add_suspect(record)
         return comparison
     kg.state.add_comparison(comparison)
     if comparison.failed:
