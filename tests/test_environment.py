@@ -207,3 +207,13 @@ def test_same_architecture_keys() -> None:
     ]
     assert same_architecture("sm90-nvidia-h200", keys) == ["sm90-nvidia-h100-pcie"]
     assert same_architecture("cpu-x86-64-amd-epyc", keys) == []
+
+
+def test_which_gpu_of_the_same_product_a_job_was_given_explains_nothing() -> None:
+    base = {"gpu": "NVIDIA H200", "torch": "2.11.0"}
+    job = {"gpu": "NVIDIA H200", "torch": "2.11.0", "env.CUDA_VISIBLE_DEVICES": "1"}
+    assert changes(base, job) == []
+    other = {**job, "gpu": "NVIDIA H100 80GB HBM3"}  # another product: both are said
+    assert [c.key for c in changes(base, other)] == ["gpu", "env.CUDA_VISIBLE_DEVICES"]
+    cpu = {"torch": "2.11.0", "env.CUDA_VISIBLE_DEVICES": ""}  # no GPU recorded: as before
+    assert [c.key for c in changes({"torch": "2.11.0"}, cpu)] == ["env.CUDA_VISIBLE_DEVICES"]
