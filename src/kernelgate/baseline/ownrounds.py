@@ -63,15 +63,25 @@ def rounds_of(m: Measurement, keep: Sequence[int]) -> Measurement:
     )
 
 
+def _mine(m: Measurement, runner: HostFingerprint | None) -> list[int]:
+    """The rounds of ``m`` (0-based) that ``runner`` recorded; none where the rounds carry no
+    fingerprints (or not one each)."""
+    hosts = m.round_hosts
+    if runner is None or len(hosts) != len(m.total.round_samples()):
+        return []
+    return [i for i, h in enumerate(hosts) if h is not None and h.id == runner.id]
+
+
 def own(m: Measurement, runner: HostFingerprint | None) -> tuple[Measurement, str]:
     """The rounds of baseline entry ``m`` that ``runner`` recorded, where other hosts recorded the
     others, and the note that says so; ``m`` and '' otherwise (one host, none of them this runner, or
     rounds without fingerprints)."""
+    return _own(m, runner, _mine(m, runner))
+
+
+def _own(m: Measurement, runner: HostFingerprint | None, keep: list[int]) -> tuple[Measurement, str]:
     hosts = m.round_hosts
-    if runner is None or len(hosts) != len(m.total.round_samples()):
-        return m, ""
-    keep = [i for i, h in enumerate(hosts) if h is not None and h.id == runner.id]
-    if not keep or len(keep) == len(hosts):
+    if runner is None or not keep or len(keep) == len(hosts):
         return m, ""
     others = sorted({h.id for h in hosts if h is not None and h.id != runner.id})
     note = (
@@ -83,15 +93,8 @@ def own(m: Measurement, runner: HostFingerprint | None) -> tuple[Measurement, st
 
 
 def screened_against(m: Measurement, runner: HostFingerprint | None) -> tuple[Measurement, str, bool]:
-    """What the screen compares ``runner``'s run with (:func:`own`), its note, and whether those rounds
-    are all the runner's own (then the screen goes by their spread: :mod:`kernelgate.verdict.ownrange`)."""
-    stored, note = own(m, runner)
-    return stored, note, bool(note) or recorded_by(stored, runner)
-
-
-def recorded_by(m: Measurement, runner: HostFingerprint | None) -> bool:
-    """Whether ``runner`` recorded every round of ``m`` (rounds with fingerprints, at least two)."""
-    hosts = m.round_hosts
-    if runner is None or len(hosts) < 2 or len(hosts) != len(m.total.round_samples()):
-        return False
-    return all(h is not None and h.id == runner.id for h in hosts)
+    """What the screen compares ``runner``'s run with (:func:`own`), its note, and whether it goes by
+    the spread of the runner's own rounds there (two or more: :mod:`kernelgate.verdict.ownrange`)."""
+    keep = _mine(m, runner)
+    stored, note = _own(m, runner, keep)
+    return stored, note, len(keep) >= 2
