@@ -20,7 +20,9 @@ What it costs, offline on the same runs' records (the screen's processes are not
 stood for one, screened against both rounds): a +3 % slowdown put into each device layer of >= 20 µs
 (240 cases) was a suspect in 226 with this rule, 228 with the pooled median alone, 210 with a margin
 of the whole screen limit; re-screened so, the A/A runs without a suspect were 6 of 11 instead of 1
-(the device layers re-screened; the latency and host figures counted as suspects still).
+(the device layers re-screened; the latency and host figures counted as suspects still). Live on
+another 2 x H200 machine (2026-11-27, 9 A/A runs): no kernel configuration suspected in 7 of the 9
+(yolo26n's model.9/10 in none), and a +3.8 % slowdown of yolov8n's model.6 a suspect and failed.
 """
 
 from __future__ import annotations
