@@ -20,6 +20,7 @@ import pytest
 from factories import measurement
 from test_process_speed import process as at_speed
 
+from kernelgate.baseline import ownrounds
 from kernelgate.config import GateConfig, Scope, Threshold
 from kernelgate.machine import cpuspeed
 from kernelgate.measure.results import Dist, LayerStat, Measurement, combine
@@ -290,8 +291,28 @@ def test_an_eager_step_that_is_not_all_host_work_is_not_overcorrected() -> None:
 def test_a_round_without_a_probe_leaves_the_sides_as_measured() -> None:
     rounds = [process(s, 1500.0, 20.0, seed=n, probe=s) for n, s in enumerate(BASE_SPEED)]
     rounds[1] = replace(rounds[1], cpu_probe=Dist(()))
-    assert combine(rounds).cpu_probe.n == 0
-    assert probespeed.factors(combine(rounds), combine(rounds)) == ((), ())
+    both = combine(rounds)
+    # the rounds that have a probe keep it, in their place (a baseline appended to: the runner's own)
+    assert both.cpu_probe.rounds == (20, 0, 20)
+    assert both.cpu_probe.samples == rounds[0].cpu_probe.samples + rounds[2].cpu_probe.samples
+    assert probespeed.factors(both, both) == ((), ())
+    assert probespeed.adjust(both, both)[0] is both
+
+
+def test_rounds_appended_with_a_probe_to_rounds_without_keep_theirs() -> None:
+    old = combine([process(s, 1500.0, 20.0, seed=n, probe=None) for n, s in enumerate(BASE_SPEED[:2])])
+    assert old.cpu_probe.n == 0 and len(old.total.round_samples()) == 2
+    new = process(1.3, 1500.0, 20.0, seed=7, probe=1.3)
+    stored = Measurement.from_json(combine([old, new]).to_json())  # as the baseline file keeps it
+    assert stored.cpu_probe.rounds == (0, 0, 20) and stored.cpu_probe_host.rounds == (0, 0, 20)
+    assert stored.cpu_probe.samples == new.cpu_probe.samples
+    mine = ownrounds.rounds_of(stored, [2])  # the appending runner's own round, its probe with it
+    assert mine.cpu_probe == new.cpu_probe and mine.cpu_probe_host == new.cpu_probe_host
+    assert ownrounds.rounds_of(stored, [0, 1]).cpu_probe.n == 0
+    # probes that do not line up with their measurement's rounds are dropped, not misplaced
+    odd = replace(new, cpu_probe=Dist(new.cpu_probe.samples, (10, 10)))
+    assert combine([old, odd]).cpu_probe.n == 0
+    assert combine([old, old]).cpu_probe == Dist(())
 
 
 def test_the_probe_travels_in_the_record() -> None:
@@ -360,3 +381,62 @@ def test_kernelgate_ab_judges_the_latency_as_the_judge_does(monkeypatch: pytest.
     # the loop alone deciding (the rule before): not a pass
     monkeypatch.setattr(probespeed, "measured_too", lambda ab, _: ab)
     assert wall().verdict in (Verdict.REGRESSED, Verdict.INCONCLUSIVE)
+
+
+def screen_of(head: Measurement, own: list[Measurement]) -> tuple[bool, str, Comparison]:
+    """The screen of ``head`` (one process) against ``own`` (this runner's own rounds)."""
+    from kernelgate.plugin.screen import screen
+
+    config = GateConfig()
+    stored = combine(own)
+    suspect, shown, why = screen(stored, head, compare(stored, head, config), config, True)
+    return suspect, why, shown
+
+
+# two own rounds at speed 1, their loops at speed 1; the latency 11300 µs
+OWN = [(1.0, 11300.0, 31.9, 1), (1.02, 11500.0, 32.5, 2)]
+
+
+def test_the_screen_lets_the_cpu_loop_explain_a_slower_latency_against_its_own_rounds() -> None:
+    own = [process(s, w, i, seed=n, probe=w / TYPICAL_WALL) for s, w, i, n in OWN]
+    # the screen's process: its layers' host times at speed 1, but its timed steps on a CPU 1.5x slower
+    # (the speed moves within a process): +50 % as measured, its loop 1.5x the own rounds'
+    slow_cpu = process(1.0, 16950.0, 31.9, seed=5, probe=1.5)
+    suspect, why, shown = screen_of(slow_cpu, own)
+    assert not suspect, why
+    (wall,) = [d for d in shown.deltas if d.scope is Scope.WALL]
+    assert wall.verdict is Verdict.UNCHANGED and probespeed.EXPLAINED in wall.note, wall
+    # the same latency with its loop at the own rounds' speed: the code got slower, a suspect
+    slower = process(1.0, 16950.0, 31.9, seed=5, probe=1.0)
+    suspect, why, _ = screen_of(slower, own)
+    assert suspect and why.startswith("wall +"), why
+    # a CPU 1.5x slower explains +50 %, not +120 %: a move the loop leaves over the limit stays
+    much = process(1.0, 11300.0 * 2.2, 31.9, seed=5, probe=1.5)
+    assert screen_of(much, own)[0]
+
+
+def test_without_the_loop_in_the_own_rounds_the_screen_is_as_before() -> None:
+    own = [process(s, w, i, seed=n, probe=None) for s, w, i, n in OWN]  # recorded before the loop
+    slow_cpu = process(1.0, 16950.0, 31.9, seed=5, probe=1.5)
+    suspect, why, _ = screen_of(slow_cpu, own)
+    assert suspect and "wall +" in why, why
+
+
+def test_the_loop_never_makes_a_suspect_and_leaves_the_layers_host_times_alone() -> None:
+    own = [process(s, w, i, seed=n, probe=w / TYPICAL_WALL) for s, w, i, n in OWN]
+    # a CPU faster at the timed steps (loop 0.7x): as measured the latency did not move, so no suspect
+    fast_cpu = process(1.0, 11400.0, 31.9, seed=6, probe=0.7)
+    assert not screen_of(fast_cpu, own)[0]
+    # a host layer slower (not a host-coupled stage): the loop does not touch it
+    m = process(1.0, 11400.0, 31.9, seed=7, probe=1.5)
+    slower_layer = replace(
+        m,
+        host_layers=tuple(
+            LayerStat(lay.name, lay.type, Dist(tuple(3 * v for v in lay.time.samples)))
+            if lay.name == "model.9"
+            else lay
+            for lay in m.host_layers
+        ),
+    )
+    suspect, why, _ = screen_of(slower_layer, own)
+    assert suspect and "host model.9" in why, why

@@ -315,9 +315,9 @@ def combine(rounds: Sequence[Measurement]) -> Measurement:
         hosts=hosts if any(hosts) else (),
         host_layers=tuple(LayerStat(lay.name, lay.type, dist) for lay, dist in host_layers),
         host_calls=_mean_calls([m.host_calls for m in rounds]),
-        # one probe distribution a round, or none: rounds without one would not line up
-        cpu_probe=_probes([m.cpu_probe for m in rounds]),
-        cpu_probe_host=_probes([m.cpu_probe_host for m in rounds]),
+        # one probe distribution a round, empty for the rounds of a kernelgate before the probe
+        cpu_probe=_probes([(m.cpu_probe, m.total) for m in rounds]),
+        cpu_probe_host=_probes([(m.cpu_probe_host, m.total) for m in rounds]),
     )
 
 
@@ -326,9 +326,24 @@ def _optional(data: Mapping[str, Any], key: str) -> Dist:
     return Dist.from_json(data[key]) if key in data else Dist(())
 
 
-def _probes(rounds: Sequence[Dist]) -> Dist:
-    """Each round's probes one after the other; none where a round has none (they would not line up)."""
-    return Dist.concat(rounds) if all(d.n for d in rounds) else Dist(())
+def _probes(rounds: Sequence[tuple[Dist, Dist]]) -> Dist:
+    """Each round's probes one after the other, ``(probes, a figure of the same rounds)`` a measurement:
+    an empty round for each round of a measurement without probes (a baseline recorded before them,
+    to which a runner appends rounds that have them: the runner's own rounds keep theirs, which
+    :func:`kernelgate.baseline.ownrounds.rounds_of` selects); none where no round has any, or where a
+    measurement's probes do not line up with its rounds."""
+    if not any(probe.n for probe, _ in rounds):
+        return Dist(())
+    parts: list[Dist] = []
+    for probe, figure in rounds:
+        count = len(figure.round_samples())
+        if not probe.n:
+            parts.append(Dist((), (0,) * count))
+        elif len(probe.round_samples()) == count:
+            parts.append(probe)
+        else:
+            return Dist(())
+    return Dist.concat(parts)
 
 
 def _mean_calls(rounds: Sequence[Mapping[str, Mapping[str, float]]]) -> dict[str, dict[str, float]]:

@@ -26,7 +26,7 @@ from kernelgate.measure import results as measure
 from kernelgate.models.layers import Layers
 from kernelgate.plugin.session import MissingBaselineWarning, State
 from kernelgate.report.terminal import failure_message
-from kernelgate.verdict import hostspeed, ownrange, structure, yardstick
+from kernelgate.verdict import hostspeed, ownrange, probespeed, structure, yardstick
 from kernelgate.verdict.compare import Comparison, compare
 from kernelgate.verdict.samehost import names
 
@@ -93,12 +93,18 @@ def screen(
 
     A suspect fails at ``screen`` times its thresholds, the host side relative to this runner's speed;
     against this runner's own rounds (``own``) only beyond its own processes
-    (:mod:`kernelgate.verdict.ownrange`). What fails at the full threshold is a suspect too: never
-    failed without the judge."""
+    (:mod:`kernelgate.verdict.ownrange`), and the latency and host-coupled stages only where they fail
+    at each step's CPU speed too, where those rounds kept the loop (:func:`probespeed.explained`).
+    What fails at the full threshold is a suspect too: never failed without the judge."""
     speed = hostspeed.factor(stored, result)
     here = hostspeed.scaled(stored, speed)
-    screened = compare(here, result, cfg.screening(), judge=ownrange.rule(cfg.alpha) if own else None)
+    rule = ownrange.rule(cfg.alpha) if own else None
+    screened = compare(here, result, cfg.screening(), judge=rule)
     relative = hostspeed.relative(comparison, compare(here, result, cfg), speed)
+    loop = probespeed.at_speed(stored, result) if own else None
+    if loop is not None:  # the CPU-speed loop of this runner's own rounds may explain a move away
+        at = compare(*loop, cfg.screening(), judge=rule)
+        screened, relative = probespeed.explained(screened, at), probespeed.explained(relative, at)
     suspect = bool(built) or blind or screened.failed or relative.failed
     why = suspicion(screened, cfg.screen, structure.summary(built) if built else "", blind)
     if relative.failed and not screened.failed:  # the screen let them go: near its own rounds
