@@ -21,6 +21,11 @@ class _Invalid(ValueError):
 
 
 def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    # dict() in C first, the loop only to name a repeated key: the samples file of a committed
+    # baseline holds 14,000 objects, and this hook's loop was a third of its 0.44 s read (2026-11-27)
+    found = dict(pairs)
+    if len(found) == len(pairs):
+        return found
     seen: dict[str, Any] = {}
     for key, value in pairs:
         if key in seen:
@@ -58,18 +63,32 @@ def _dists(raw: Mapping[str, Any]) -> Iterator[tuple[str, Any]]:
             yield f"{group}[{i}].time_us", item["time_us"]
 
 
+# The checks of every sample of a file, in the common case of a list of floats only without a Python
+# loop per sample (map over builtins): loading a committed baseline (0.9 M samples) took 1.3 s, 0.5 s
+# of it in these checks, with the generator expressions of the general case (2-core machine,
+# 2026-11-27). Lists holding anything else take the general case, in the same order as before.
+def _numbers(samples: list[Any]) -> bool:
+    if set(map(type, samples)) <= {float, int}:
+        return True
+    return all(isinstance(s, int | float) and not isinstance(s, bool) for s in samples)
+
+
+def _finite_and_not_negative(samples: list[Any]) -> bool:
+    if set(map(type, samples)) <= {float}:  # math.isfinite raises on no float (a huge int does)
+        return all(map(math.isfinite, samples)) and min(samples, default=0.0) >= 0
+    return all(math.isfinite(s) and s >= 0 for s in samples)
+
+
 def check_summaries(raw: Mapping[str, Any]) -> None:
     """Samples are lists of finite, non-negative numbers, and the summaries written next to them
     (median, n, p10, p90) still agree with them: a hand edit of a median alone is refused."""
     for where, data in _dists(raw):
         samples = data["samples"]
-        if not isinstance(samples, list) or not all(
-            isinstance(s, int | float) and not isinstance(s, bool) for s in samples
-        ):
+        if not isinstance(samples, list) or not _numbers(samples):
             raise ValueError(f"{where}.samples must be a list of numbers")
-        if not all(math.isfinite(s) and s >= 0 for s in samples):
+        if not _finite_and_not_negative(samples):
             raise ValueError(f"{where}.samples must be finite and 0 or more")
-        dist = Dist(tuple(float(s) for s in samples))
+        dist = Dist(tuple(map(float, samples)))
         if "n" in data and data["n"] != dist.n:
             raise ValueError(f"{where}: n = {data['n']!r} but there are {dist.n} samples (edited by hand?)")
         for key, value in (

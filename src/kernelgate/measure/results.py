@@ -83,7 +83,7 @@ class Dist:
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Dist:
-        samples = tuple(float(s) for s in data["samples"])
+        samples = tuple(map(float, data["samples"]))
         rounds = tuple(int(r) for r in data.get("rounds", ()))
         if rounds and sum(rounds) != len(samples):
             raise ValueError(f"rounds {list(rounds)} do not add up to the {len(samples)} samples")

@@ -32,6 +32,7 @@ the number of candidate boxes, that is the data: only its kernels and launches c
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -52,6 +53,9 @@ UNATTRIBUTED = "(unattributed)"
 AUTOTUNED = re.compile(r"^triton_")  # Inductor's kernels: their block size (grid) is timed per process
 
 
+# a few hundred kernel names, each looked up twice per measurement and comparison: the case-blind
+# search of long CUDA names took 1 s of comparing the committed H100 and H200 baselines (2026-11-27)
+@functools.lru_cache(maxsize=8192)
 def is_engine(name: str) -> bool:
     return ENGINE.search(name) is not None
 
