@@ -440,3 +440,34 @@ def test_the_loop_never_makes_a_suspect_and_leaves_the_layers_host_times_alone()
     )
     suspect, why, _ = screen_of(slower_layer, own)
     assert suspect and "host model.9" in why, why
+
+
+def test_a_move_the_loop_does_not_explain_stays_a_suspect() -> None:
+    # every loop at the own rounds' speed: nothing for the loop to explain
+    apart = [process(1.0, 11300.0, 31.9, seed=1, probe=1.0), process(1.0, 13500.0, 31.9, seed=2, probe=1.0)]
+    # over the full threshold, near the slowest own round: the guard sends it to the judge (the
+    # own-range rule's doubt at each step's speed is no explanation)
+    suspect, why, _ = screen_of(process(1.0, 13600.0, 31.9, seed=5, probe=1.0), apart)
+    assert suspect and "wall +" in why, why
+    # over half the threshold beyond close own rounds, under the full one: the screen's own thresholds
+    own = [process(s, w, i, seed=n, probe=1.0) for s, w, i, n in OWN]
+    suspect, why, _ = screen_of(process(1.0, 11400.0 * 1.08, 31.9, seed=5, probe=1.0), own)
+    assert suspect and why.startswith("wall +"), why
+    # a loop 1.04x the own rounds' takes +11 % to +7 %: near the slowest own round (12500 µs), which the
+    # own-range rule leaves in doubt, but still over half the threshold: not explained, a suspect
+    wide = [process(1.0, 11300.0, 31.9, seed=1, probe=1.0), process(1.0, 12500.0, 31.9, seed=2, probe=1.0)]
+    suspect, why, _ = screen_of(process(1.0, 13100.0, 31.9, seed=5, probe=1.04), wide)
+    assert suspect and why.startswith("wall +"), why
+
+
+def test_a_host_layer_that_moved_against_the_others_is_not_explained_by_the_loop() -> None:
+    own = [process(s, w, i, seed=n, probe=w / TYPICAL_WALL) for s, w, i, n in OWN]
+    # a faster CPU (loop 0.7x) and every layer's host time with it, but model.9's as before: model.9
+    # got slower against the others, which the loop must not take for the CPU's speed
+    m = process(0.7, 11300.0 * 0.7, 31.9 * 0.7, seed=8, probe=0.7)
+    kept = {lay.name: lay for lay in own[0].host_layers}
+    slower = replace(
+        m, host_layers=tuple(kept["model.9"] if lay.name == "model.9" else lay for lay in m.host_layers)
+    )
+    suspect, why, _ = screen_of(slower, own)
+    assert suspect and "host model.9" in why, why

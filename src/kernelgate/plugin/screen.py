@@ -103,8 +103,8 @@ def screen(
     relative = hostspeed.relative(comparison, compare(here, result, cfg), speed)
     loop = probespeed.at_speed(stored, result) if own else None
     if loop is not None:  # the CPU-speed loop of this runner's own rounds may explain a move away
-        at = compare(*loop, cfg.screening(), judge=rule)
-        screened, relative = probespeed.explained(screened, at), probespeed.explained(relative, at)
+        screened = probespeed.explained(screened, compare(*loop, cfg.screening(), judge=rule))
+        relative = probespeed.explained(relative, compare(*loop, cfg))  # the full threshold's guard
     suspect = bool(built) or blind or screened.failed or relative.failed
     why = suspicion(screened, cfg.screen, structure.summary(built) if built else "", blind)
     if relative.failed and not screened.failed:  # the screen let them go: near its own rounds
