@@ -211,7 +211,7 @@ def explained(found: Comparison, at: Comparison) -> Comparison:
     Only ever a move away: a figure ``at`` fails and ``found`` does not stays as ``found`` has it.
 
     On 2 x H200 (2026-11-27, 9 A/A runs of `pytest benchmarks`, each screened against its GPU's two own
-    rounds) 7 runs had a latency or host-coupled suspect, 6 of them no other (yolov8n fp32's latency
+    rounds) 7 runs had a latency or host-coupled suspect, 6 of them no device-side one (yolov8n fp32's latency
     in 6 of GPU 0's 7, +5.9 … +70.5 % after the layers' speed factor; the pipeline's postprocess +32 …
     +38 % in every run of GPU 1), 176-265 s a run against 87-101 s for the two with no suspect; the
     judge passed every one, most with its note that each step's CPU loop explained the move (e.g.
