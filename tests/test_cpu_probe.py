@@ -18,6 +18,7 @@ from dataclasses import replace
 
 import pytest
 from factories import measurement
+from test_own_rounds import screened
 from test_process_speed import process as at_speed
 
 from kernelgate.baseline import ownrounds
@@ -385,12 +386,7 @@ def test_kernelgate_ab_judges_the_latency_as_the_judge_does(monkeypatch: pytest.
 
 def screen_of(head: Measurement, own: list[Measurement]) -> tuple[bool, str, Comparison]:
     """The screen of ``head`` (one process) against ``own`` (this runner's own rounds)."""
-    from kernelgate.plugin.screen import screen
-
-    config = GateConfig()
-    stored = combine(own)
-    suspect, shown, why = screen(stored, head, compare(stored, head, config), config, True)
-    return suspect, why, shown
+    return screened(combine(own), head, own=True)
 
 
 # two own rounds at speed 1, their loops at speed 1; the latency 11300 µs
@@ -462,12 +458,14 @@ def test_a_move_the_loop_does_not_explain_stays_a_suspect() -> None:
 
 def test_a_host_layer_that_moved_against_the_others_is_not_explained_by_the_loop() -> None:
     own = [process(s, w, i, seed=n, probe=w / TYPICAL_WALL) for s, w, i, n in OWN]
-    # a faster CPU (loop 0.7x) and every layer's host time with it, but model.9's as before: model.9
-    # got slower against the others, which the loop must not take for the CPU's speed
-    m = process(0.7, 11300.0 * 0.7, 31.9 * 0.7, seed=8, probe=0.7)
+    # a faster CPU where the host times were taken (0.7x) and every layer's host time with it, but
+    # model.9's as before: model.9 got slower against the others, which the loop must not take for the
+    # CPU's speed; the timed steps on a slower CPU (loop 1.5x, latency +50 %), which it explains
+    m = process(0.7, 11300.0 * 1.5, 31.9 * 0.7, seed=8, probe=1.5)
     kept = {lay.name: lay for lay in own[0].host_layers}
     slower = replace(
         m, host_layers=tuple(kept["model.9"] if lay.name == "model.9" else lay for lay in m.host_layers)
     )
     suspect, why, _ = screen_of(slower, own)
     assert suspect and "host model.9" in why, why
+    assert "wall" not in why  # the latency: the loop explained it

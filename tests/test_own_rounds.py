@@ -17,7 +17,7 @@ from kernelgate.config import GateConfig
 from kernelgate.machine.fingerprint import HostFingerprint
 from kernelgate.measure.results import Dist, LayerStat, Measurement, combine
 from kernelgate.verdict import ownrange
-from kernelgate.verdict.compare import compare
+from kernelgate.verdict.compare import Comparison, compare
 
 HOST_A = HostFingerprint(
     cpu="Intel(R) Xeon(R) Processor", cpu_count=16, gpu="NVIDIA H200", gpu_id="02e993b6e2c6"
@@ -217,12 +217,14 @@ def own_two(lower: float = 33.3, upper: float = 34.4) -> Measurement:
     return combine([process(lower, 0), process(upper, 1)])
 
 
-def screened(stored: Measurement, head: Measurement, own: bool) -> tuple[bool, str]:
+def screened(stored: Measurement, head: Measurement, own: bool) -> tuple[bool, str, Comparison]:
+    """The screen of ``head`` (one process) against ``stored``: suspect, why, and the comparison a
+    benchmark that is none is judged by."""
     from kernelgate.plugin.screen import screen
 
     config = GateConfig()
-    suspect, _, why = screen(stored, head, compare(stored, head, config), config, own)
-    return suspect, why
+    suspect, shown, why = screen(stored, head, compare(stored, head, config), config, own)
+    return suspect, why, shown
 
 
 def test_a_process_at_the_level_of_an_own_round_is_no_suspect() -> None:
@@ -233,9 +235,9 @@ def test_a_process_at_the_level_of_an_own_round_is_no_suspect() -> None:
     half = GateConfig().screening()
     assert [d.name for d in compare(stored, head, half).failures] == ["model.0"]
     assert not compare(stored, head, half, judge=ownrange.rule()).failed
-    assert screened(stored, head, own=True) == (False, "")
+    assert screened(stored, head, own=True)[:2] == (False, "")
     # rounds of another runner: every move over the screen's limit is a suspect, as before
-    suspect, why = screened(stored, head, own=False)
+    suspect, why, _ = screened(stored, head, own=False)
     assert suspect and why.startswith("model.0 +1.8 % over 50% of their thresholds")
 
 
@@ -243,7 +245,7 @@ def test_a_slowdown_beyond_the_own_rounds_is_a_suspect() -> None:
     stored = own_two()
     for level in (34.4, 33.9):  # +3 % over the upper round, and over a process between the two
         head = process(level * 1.03, 7)
-        suspect, why = screened(stored, head, own=True)
+        suspect, why, _ = screened(stored, head, own=True)
         assert suspect and why.startswith("model.0 +"), (level, why)
     # +3 % over the lower round lands within the upper one's: the pooled rule lets it go too
     head = process(33.3 * 1.03, 7)
@@ -258,7 +260,7 @@ def test_a_move_over_the_threshold_within_the_own_rounds_goes_to_the_judge() -> 
     stored = own_two(100.0, 106.0)
     head = process(106.5, 3)
     assert not compare(stored, head, GateConfig().screening(), judge=ownrange.rule()).failed
-    suspect, why = screened(stored, head, own=True)
+    suspect, why, _ = screened(stored, head, own=True)
     assert suspect and why.startswith("model.0 +3.4 %")
     assert why.endswith("over their thresholds, near this runner's slowest own round")
 

@@ -101,8 +101,11 @@ def screen(
     rule = ownrange.rule(cfg.alpha) if own else None
     screened = compare(here, result, cfg.screening(), judge=rule)
     relative = hostspeed.relative(comparison, compare(here, result, cfg), speed)
-    loop = probespeed.at_speed(stored, result) if own else None
-    if loop is not None:  # the CPU-speed loop of this runner's own rounds may explain a move away
+    # the CPU-speed loop of this runner's own rounds may explain a latency or host-coupled move away
+    # (two more comparisons, only where such a figure failed)
+    coupled = any(probespeed.taken_at_speed(d) for d in (*screened.failures, *relative.failures))
+    loop = probespeed.at_speed(stored, result) if own and coupled else None
+    if loop is not None:
         screened = probespeed.explained(screened, compare(*loop, cfg.screening(), judge=rule))
         relative = probespeed.explained(relative, compare(*loop, cfg))  # the full threshold's guard
     suspect = bool(built) or blind or screened.failed or relative.failed

@@ -188,7 +188,7 @@ def measured_too(ab: Comparison, as_measured: Comparison) -> Comparison:
             return d
         if m.baseline_us is None or m.delta_pct is None or d.delta_pct is None:
             return d
-        if m.delta_us > m.threshold.limit_us(m.baseline_us):
+        if _over_limit(m):
             return d  # over the limit as measured too: the loop's factors say how significant
         said = (
             f"{d.figure} {m.delta_pct:+.1f} % as measured, {d.delta_pct:+.1f} % at each step's CPU speed: "
@@ -242,9 +242,12 @@ def explained(found: Comparison, at: Comparison) -> Comparison:
 def _within(d: Delta) -> bool:
     if d.verdict in (Verdict.UNCHANGED, Verdict.IMPROVED):
         return True
-    if d.verdict is not Verdict.AMBIGUOUS or d.baseline_us is None:
-        return False
-    return d.delta_us <= d.threshold.limit_us(d.baseline_us)
+    return d.verdict is Verdict.AMBIGUOUS and d.baseline_us is not None and not _over_limit(d)
+
+
+def _over_limit(d: Delta) -> bool:
+    """Whether figure ``d`` moved up by more than its limit (its threshold against its baseline)."""
+    return d.baseline_us is not None and d.delta_us > d.threshold.limit_us(d.baseline_us)
 
 
 def per_process(
