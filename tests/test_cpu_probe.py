@@ -25,6 +25,7 @@ from kernelgate.baseline import ownrounds
 from kernelgate.config import GateConfig, Scope, Threshold
 from kernelgate.machine import cpuspeed
 from kernelgate.measure.results import Dist, LayerStat, Measurement, combine
+from kernelgate.report.terminal import let_go_lines
 from kernelgate.verdict import probespeed, samehost
 from kernelgate.verdict.compare import Comparison, Delta, Verdict, compare
 from kernelgate.verdict.samehost import Decision, Outcome, decide
@@ -402,6 +403,9 @@ def test_the_screen_lets_the_cpu_loop_explain_a_slower_latency_against_its_own_r
     assert not suspect, why
     (wall,) = [d for d in shown.deltas if d.scope is Scope.WALL]
     assert wall.verdict is Verdict.UNCHANGED and probespeed.EXPLAINED in wall.note, wall
+    # passed, and said: the terminal's line with both numbers
+    (line,) = let_go_lines([shown])
+    assert line.startswith(f"passed at this runner's CPU speed: {shown.benchmark} wall: +"), line
     # the same latency with its loop at the own rounds' speed: the code got slower, a suspect
     slower = process(1.0, 16950.0, 31.9, seed=5, probe=1.0)
     suspect, why, _ = screen_of(slower, own)

@@ -14,8 +14,8 @@ from real_data import slowed_item
 from kernelgate.config import Scope, Threshold, record_command
 from kernelgate.report import publish
 from kernelgate.report.sections import RunOutcome
-from kernelgate.report.terminal import unsettled_lines
-from kernelgate.verdict import policy
+from kernelgate.report.terminal import let_go_lines, unsettled_lines
+from kernelgate.verdict import policy, probespeed
 from kernelgate.verdict.compare import Comparison, Delta, Verdict
 
 V11 = "benchmarks/test_yolo.py::test_yolo[yolo11n-fp16-bs1-640]"
@@ -90,6 +90,38 @@ def test_an_ambiguous_layer_is_shown_as_not_settled_with_why(tmp_path: Path) -> 
     (line,) = unsettled_lines([item.comparison])
     assert line.startswith("not settled: yolov8n-fp16-bs1-640 model.2 ambiguous (+")
     assert "over threshold but inside the noise" in line
+
+
+def test_a_latency_passed_at_this_runners_cpu_speed_is_shown_with_both_numbers(tmp_path: Path) -> None:
+    """The screen let a latency over its threshold go because each step's CPU-speed loop explains it
+    (probespeed.explained): the run passes, and the terminal and report.md say so, both numbers."""
+    item = passing_item()
+    wall = Delta(Scope.WALL, "wall", "", 11300.0, 14800.0, Threshold(0.1, 50.0), Verdict.REGRESSED)
+    found = dataclasses.replace(item.comparison, deltas=(*item.comparison.deltas, wall))
+    at = dataclasses.replace(
+        found, deltas=(dataclasses.replace(wall, current_us=11500.0, verdict=Verdict.UNCHANGED),)
+    )
+    shown = probespeed.explained(found, at)
+    assert not shown.failed
+    (line,) = let_go_lines([shown])
+    assert line.startswith(
+        "passed at this runner's CPU speed: yolov8n-fp16-bs1-640 wall: +31.0 % here, +1.8 % "
+    )
+    assert probespeed.EXPLAINED in line
+    # only the figures the loop let go: none in a comparison without one, none among the unsettled
+    assert let_go_lines([item.comparison]) == []
+    assert not any("wall" in u for u in unsettled_lines([shown]))
+    decision = policy.decide([policy.Case.of(shown)], policy.ExitPolicy())
+    publish.publish([dataclasses.replace(item, comparison=shown)], tmp_path, run=RunOutcome(decision))
+    text = (tmp_path / "report.md").read_text()
+    assert "#### Passed at this runner's CPU speed (over the threshold as measured)" in text
+    assert "| yolov8n-fp16-bs1-640 | `wall` | +31.0 % | +31.0 % here, +1.8 % at each step's CPU speed" in text
+    publish.publish(
+        [item],
+        tmp_path,
+        run=RunOutcome(policy.decide([policy.Case.of(item.comparison)], policy.ExitPolicy())),
+    )
+    assert "Passed at this runner's CPU speed" not in (tmp_path / "report.md").read_text()
 
 
 def test_cold_starts_have_a_table_of_their_phases(tmp_path: Path) -> None:

@@ -229,6 +229,7 @@ def summary(terminalreporter: Any, config: pytest.Config) -> None:
     from kernelgate.report.terminal import (
         UNWRAPPED,
         layer_table,
+        let_go_lines,
         summary_table,
         time_split_lines,
         unsettled_lines,
@@ -242,7 +243,7 @@ def summary(terminalreporter: Any, config: pytest.Config) -> None:
     if state.comparisons:
         table = summary_table(state.comparisons, width, measured, color=color, quiet=verbosity < 0)
         terminalreporter.write(table)
-        for line in unsettled_lines(state.comparisons):
+        for line in unsettled_lines(state.comparisons) + let_go_lines(state.comparisons):
             terminalreporter.write_line(line)
         for comparison in state.comparisons if verbosity > 0 else ():  # -v: every layer of each
             known = measured.get(comparison.benchmark)

@@ -326,14 +326,14 @@ def headline(diffs: Sequence[BenchmarkDiff], run: RunOutcome | None = None) -> s
 
 def body(diffs: Sequence[BenchmarkDiff], compact: bool = False, run: RunOutcome | None = None) -> list[str]:
     """The verdict line (its mark the run's decision, where ``run`` gives it), why the run fails, a
-    section per failing benchmark, the benchmarks not compared, the figures not settled, the cold
-    starts and the table of passing benchmarks."""
+    section per failing benchmark, the benchmarks not compared, the figures not settled, those passed
+    at this runner's CPU speed, the cold starts and the table of passing benchmarks."""
     lines = [f"### {headline(diffs, run)}", ""]
     lines += sections.reasons(diffs, run)
     for diff in diffs:
         if diff.failed:
             lines += benchmark_section(diff, compact)
-    lines += sections.not_compared_table(run) + sections.unsettled_table(diffs)
+    lines += sections.not_compared_table(run) + sections.unsettled_table(diffs) + sections.let_go_table(diffs)
     lines += sections.coldstart_table(run)
     passing = [d for d in diffs if not d.failed]
     if passing:

@@ -1,8 +1,9 @@
 """The parts of report.md that say how the whole run ended, so that the report agrees with the
 exit status (:func:`kernelgate.verdict.policy.decide`): the headline's mark and the reasons the run
 fails, a table of the benchmarks not compared (why, and the command that fixes it), a table of the
-cold starts, and the layers whose verdict is not settled (ambiguous or inconclusive), with why; and
-one line on the hosts that recorded the baselines and this runner (:func:`hosts_line`).
+cold starts, the layers whose verdict is not settled (ambiguous or inconclusive), with why, and the
+latency and host-coupled figures passed at this runner's CPU speed, with both numbers; and one line
+on the hosts that recorded the baselines and this runner (:func:`hosts_line`).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from kernelgate.machine.fingerprint import RecordedHosts
 from kernelgate.report import labels
 from kernelgate.report.escape import code, plain
 from kernelgate.report.labels import pct
+from kernelgate.verdict import probespeed
 from kernelgate.verdict.compare import Comparison, Delta, Verdict
 from kernelgate.verdict.diff import BenchmarkDiff
 from kernelgate.verdict.policy import Case, ExitDecision, Status
@@ -207,6 +209,30 @@ def unsettled_table(diffs: Sequence[BenchmarkDiff]) -> list[str]:
     rows += [
         f"| {_cell(c.benchmark)} | {code(d.name)} | {pct(d.delta_pct)} | "
         f"{labels.verdict(d.verdict)} | {_cell(why_unsettled(d))} |"
+        for c, d in found
+    ]
+    return [*rows, ""]
+
+
+def let_go_by_speed(comparisons: Sequence[Comparison]) -> list[tuple[Comparison, Delta]]:
+    """The latency and host-coupled figures the screen let go because each step's CPU-speed loop put
+    them within their limits against this runner's own rounds (:func:`probespeed.explained`): passed,
+    but over their thresholds as measured, so shown with both numbers."""
+    return [(c, d) for c in comparisons for d in c.deltas if probespeed.EXPLAINED in d.note]
+
+
+def let_go_table(diffs: Sequence[BenchmarkDiff]) -> list[str]:
+    found = let_go_by_speed([d.comparison for d in diffs])
+    if not found:
+        return []
+    rows = [
+        "#### Passed at this runner's CPU speed (over the threshold as measured)",
+        "",
+        "| benchmark | what | delta as measured | why it passed |",
+        "|---|---|--:|---|",
+    ]
+    rows += [
+        f"| {_cell(c.benchmark)} | {code(d.figure)} | {pct(d.delta_pct)} | {_cell(d.note)} |"
         for c, d in found
     ]
     return [*rows, ""]

@@ -284,6 +284,15 @@ def unsettled_lines(comparisons: Sequence[Comparison]) -> list[str]:
     return lines
 
 
+def let_go_lines(comparisons: Sequence[Comparison]) -> list[str]:
+    """A line per latency or host-coupled figure the screen passed at this runner's CPU speed
+    (:func:`kernelgate.report.sections.let_go_by_speed`): over its threshold as measured, so said."""
+    return [
+        f"passed at this runner's CPU speed: {comparison.benchmark} {delta.figure}: {delta.note}"
+        for comparison, delta in sections.let_go_by_speed(comparisons)
+    ]
+
+
 def _render(table: Table, width: int, color: bool = False, strip: bool = False) -> str:
     buffer = io.StringIO()
     console = Console(
