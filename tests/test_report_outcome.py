@@ -9,9 +9,12 @@ import dataclasses
 import json
 from pathlib import Path
 
+import pytest
 from real_data import slowed_item
 
-from kernelgate.config import Scope, Threshold, record_command
+from kernelgate.config import GateConfig, Scope, Threshold, record_command
+from kernelgate.plugin import finish
+from kernelgate.plugin.session import STATE_KEY, Options, State
 from kernelgate.report import publish
 from kernelgate.report.sections import RunOutcome
 from kernelgate.report.terminal import let_go_lines, unsettled_lines
@@ -122,6 +125,60 @@ def test_a_latency_passed_at_this_runners_cpu_speed_is_shown_with_both_numbers(t
         run=RunOutcome(policy.decide([policy.Case.of(item.comparison)], policy.ExitPolicy())),
     )
     assert "Passed at this runner's CPU speed" not in (tmp_path / "report.md").read_text()
+
+
+class _Reporter:
+    """What ``pytest_terminal_summary`` writes to, recorded."""
+
+    def __init__(self) -> None:
+        self.out: list[str] = []
+
+    def section(self, title: str) -> None:
+        self.out.append(f"== {title}")
+
+    def write(self, text: str) -> None:
+        self.out.append(text)
+
+    def write_line(self, line: str) -> None:
+        self.out.append(line)
+
+
+class _Config:
+    """The parts of pytest.Config the kernelgate section reads."""
+
+    def __init__(self, state: State) -> None:
+        self.stash = pytest.Stash()
+        self.stash[STATE_KEY] = state
+
+    def get_terminal_writer(self) -> object:
+        return dataclasses.make_dataclass("Writer", [("hasmarkup", bool), ("fullwidth", int)])(False, 120)
+
+    def get_verbosity(self) -> int:
+        return 0
+
+
+def test_the_runs_kernelgate_section_prints_the_figures_passed_at_cpu_speed() -> None:
+    """plugin/finish.summary, the terminal section of a run, with a latency the loop let go."""
+    item = passing_item()
+    wall = Delta(Scope.WALL, "wall", "", 11300.0, 14800.0, Threshold(0.1, 50.0), Verdict.REGRESSED)
+    found = dataclasses.replace(item.comparison, deltas=(*item.comparison.deltas, wall))
+    at = dataclasses.replace(
+        found, deltas=(dataclasses.replace(wall, current_us=11500.0, verdict=Verdict.UNCHANGED),)
+    )
+    state = State(GateConfig(), Options())
+    state.add_comparison(probespeed.explained(found, at))
+    state.note("kernelgate: screened against this runner's own rounds")  # a run that has something to say
+    reporter = _Reporter()
+    finish.summary(reporter, _Config(state))  # type: ignore[arg-type]
+    lines = "\n".join(reporter.out).splitlines()
+    said = [line for line in lines if line.startswith("passed at this runner's CPU speed: ")]
+    assert said == [
+        "passed at this runner's CPU speed: yolov8n-fp16-bs1-640 wall: +31.0 % here, +1.8 % "
+        f"{probespeed.EXPLAINED}: the CPU's speed, not the change"
+    ], lines
+    assert any(line.startswith("not settled: yolov8n-fp16-bs1-640 model.2 ambiguous") for line in lines), (
+        lines
+    )
 
 
 def test_cold_starts_have_a_table_of_their_phases(tmp_path: Path) -> None:
