@@ -46,6 +46,12 @@ def record_command(*targets: str) -> str:
     return shlex.join(["pytest", *(targets or selection()), "--kernelgate-save"])
 
 
+def append_command(*targets: str) -> str:
+    """The command that adds this runner's round to a baseline: :func:`record_command`'s, with
+    ``--kernelgate-append``."""
+    return f"{record_command(*targets)} --kernelgate-append"
+
+
 def record_rounds_command(*targets: str, rounds: int = 3) -> str:
     """The command that records a baseline afresh in ``rounds`` fresh processes: ``kernelgate record
     --rounds 3 -- TARGET...`` (quoted as :func:`record_command`; with no target, the run's test paths,

@@ -17,7 +17,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from kernelgate.config import HOST_COUPLED, GateConfig, Scope, record_command, record_rounds_command
+from kernelgate.config import HOST_COUPLED, GateConfig, Scope, append_command, record_rounds_command
 from kernelgate.measure.results import Dist, Measurement
 from kernelgate.units import duration
 
@@ -144,7 +144,7 @@ def refusal(benchmark: str, found: list[Disagreement], target: str, hosts: str =
     return (
         f"{benchmark}: round(s) {which} disagree with the others beyond what noise explains ({listed}). "
         + (f"{hosts} " if hosts else "")
-        + f"Measure again: add a round with {record_command(target)} --kernelgate-append (or record it "
+        + f"Measure again: add a round with {append_command(target)} (or record it "
         f"afresh: {record_rounds_command(target)}); or, if the difference is "
         f"real, keep the round(s) and say why: {KEEP_OPTION} 'REASON'. round_tolerance in [tool.kernelgate] "
         "sets how far rounds may differ."

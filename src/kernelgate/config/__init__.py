@@ -16,6 +16,7 @@ from typing import Any
 
 # the commands that messages print (re-exported: every module takes them from here)
 from kernelgate.commands import TESTS as TESTS
+from kernelgate.commands import append_command as append_command
 from kernelgate.commands import default_target as default_target
 from kernelgate.commands import node_target as node_target
 from kernelgate.commands import record_command as record_command

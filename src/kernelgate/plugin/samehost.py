@@ -32,11 +32,11 @@ from kernelgate import replay
 from kernelgate.baseline.names import safe_name
 from kernelgate.coldstart import verdict as coldverdict
 from kernelgate.coldstart.phases import ColdStart
-from kernelgate.config import Threshold, node_target
+from kernelgate.config import Threshold, append_command, node_target
 from kernelgate.machine import sideenv
 from kernelgate.measure.results import Dist, Measurement
 from kernelgate.plugin import basetree, evidence, invocation, standby, startenv
-from kernelgate.verdict import ab, neighbours, reported, samehost
+from kernelgate.verdict import ab, neighbours, ownrange, reported, samehost
 from kernelgate.verdict.compare import Comparison, Judgement
 from kernelgate.verdict.delta import process_rule
 
@@ -308,19 +308,17 @@ def decide_coldstart(state: State) -> Decider:
     return decide_one
 
 
-def few_processes(max_rounds: int) -> str:
-    """What a judge of fewer processes a side than the process test needs cannot do, or ''."""
-    from kernelgate.verdict.delta import MIN_PROCESSES
-
-    if max_rounds >= MIN_PROCESSES:
-        return ""
-    return (
-        f"confirm_max_rounds = {max_rounds}: the same-host judge measures at most {max_rounds} process(es) "
-        f"a side, and its test of the process medians needs {MIN_PROCESSES}; the pooled iterations decide "
-        "alone, which failed unchanged code where one process of a side ran slow (H100 hosts, "
-        f"2026-11-25). Set confirm_max_rounds = {MIN_PROCESSES} or more in [tool.kernelgate] for a verdict "
-        "a runner's odd process cannot decide."
-    )
+def aged(state: State, decisions: Mapping[str, samehost.Decision]) -> str:
+    """What the run says of own rounds that no longer match this runner (:func:`ownrange.aged`)."""
+    found = {}
+    for s in state.suspects:
+        d = decisions[s.nodeid]
+        if s.kind != KERNEL or s.measured is None or d.ab is None or d.outcome is not samehost.Outcome.PASS:
+            continue
+        here = ownrange.recorded_here(Measurement.from_json(s.baseline), Measurement.from_json(s.measured))
+        if here and (layers := ownrange.aged(s.screen, d.ab, state.config.screen)):
+            found[s.screen.benchmark] = layers
+    return ownrange.aged_note(found, append_command())
 
 
 def judge_session(config: pytest.Config, state: State) -> None:
@@ -344,7 +342,7 @@ def judge_session(config: pytest.Config, state: State) -> None:
         "head on this runner")  # fmt: skip
     for s in state.suspects:
         log(f"kernelgate:   {s.screen.benchmark}: {s.why or 'over its screen threshold'}")
-    weak = few_processes(state.config.confirm_max_rounds)
+    weak = samehost.few_processes(state.config.confirm_max_rounds)
     if weak:
         state.note(weak)
     judge = Judge(config, state, log)
@@ -396,3 +394,6 @@ def judge_session(config: pytest.Config, state: State) -> None:
         state.add_judge_failure(
             f"{decision.outcome.value.upper()} (same-host A/B): {decision.reason}\n{text}"
         )
+    renew = aged(state, decisions)
+    if renew:
+        state.note(renew)

@@ -31,6 +31,7 @@ from kernelgate.measure.results import Measurement, combine
 from kernelgate.measure.stages import HOST_COUPLED
 from kernelgate.verdict import bimodal, hostspeed, probespeed
 from kernelgate.verdict.compare import Comparison, Delta, Verdict
+from kernelgate.verdict.delta import MIN_PROCESSES
 
 # A device-side layer that the screen found this much further off than the runner's median offset,
 # while base and head agree, is not a host offset (in % points, or times its threshold if larger).
@@ -376,3 +377,16 @@ def names(deltas: Sequence[Delta], roles: bool = True) -> str:
 def unsettled(benchmark: str, reason: str) -> Decision:
     """A suspect the judge could not measure (base not buildable, a child crashed, ...)."""
     return Decision(benchmark, Outcome.INCONCLUSIVE, reason)
+
+
+def few_processes(max_rounds: int) -> str:
+    """What a judge of fewer processes a side than the process test needs cannot do, or ''."""
+    if max_rounds >= MIN_PROCESSES:
+        return ""
+    return (
+        f"confirm_max_rounds = {max_rounds}: the same-host judge measures at most {max_rounds} process(es) "
+        f"a side, and its test of the process medians needs {MIN_PROCESSES}; the pooled iterations decide "
+        "alone, which failed unchanged code where one process of a side ran slow (H100 hosts, "
+        f"2026-11-25). Set confirm_max_rounds = {MIN_PROCESSES} or more in [tool.kernelgate] for a verdict "
+        "a runner's odd process cannot decide."
+    )
