@@ -9,7 +9,7 @@ from dataclasses import replace
 
 from test_own_rounds import HOST_A, HOST_B, round_on
 
-from kernelgate.commands import append_command
+from kernelgate.commands import append_command, record_rounds_command
 from kernelgate.config import GateConfig
 from kernelgate.machine.fingerprint import HostFingerprint
 from kernelgate.measure.results import Measurement, combine
@@ -69,8 +69,11 @@ def test_the_run_says_which_rounds_aged_and_how_to_renew_them() -> None:
     assert note.startswith(
         f"kernelgate: this runner's own rounds no longer match it ({screen.benchmark}: model.0 100.0 -> 103."
     )
+    command = record_rounds_command(rounds=2, append=True)
+    assert command == "kernelgate record --rounds 2 --append -- benchmarks"
     assert note.endswith(
-        f"append a round on this runner with {append_command()} and commit the baseline (docs/fleet.md)."
+        "append two rounds on this runner (one is set aside as an outlier among three) with "
+        f"{command} and commit the baseline (docs/fleet.md)."
     )
     assert append_command() == "pytest benchmarks --kernelgate-save --kernelgate-append"
     # a regression, rounds of another host, or a decision without an A/B: nothing to say

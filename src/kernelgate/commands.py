@@ -52,12 +52,13 @@ def append_command(*targets: str) -> str:
     return f"{record_command(*targets)} --kernelgate-append"
 
 
-def record_rounds_command(*targets: str, rounds: int = 3) -> str:
+def record_rounds_command(*targets: str, rounds: int = 3, append: bool = False) -> str:
     """The command that records a baseline afresh in ``rounds`` fresh processes: ``kernelgate record
     --rounds 3 -- TARGET...`` (quoted as :func:`record_command`; with no target, the run's test paths,
-    or ``.`` where pytest ran the folder it was started in)."""
+    or ``.`` where pytest ran the folder it was started in); with ``append``, rounds added to it."""
     chosen = targets or selection() or (".",)
-    return shlex.join(["kernelgate", "record", "--rounds", str(rounds), "--", *chosen])
+    more = ["--append"] if append else []
+    return shlex.join(["kernelgate", "record", "--rounds", str(rounds), *more, "--", *chosen])
 
 
 def node_target(nodeid: str, rootdir: Path | None = None, cwd: Path | None = None) -> str:

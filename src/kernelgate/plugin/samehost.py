@@ -32,7 +32,7 @@ from kernelgate import replay
 from kernelgate.baseline.names import safe_name
 from kernelgate.coldstart import verdict as coldverdict
 from kernelgate.coldstart.phases import ColdStart
-from kernelgate.config import Threshold, append_command, node_target
+from kernelgate.config import Threshold, node_target, record_rounds_command
 from kernelgate.machine import sideenv
 from kernelgate.measure.results import Dist, Measurement
 from kernelgate.plugin import basetree, evidence, invocation, standby, startenv
@@ -318,7 +318,7 @@ def aged(state: State, decisions: Mapping[str, samehost.Decision]) -> str:
         here = ownrange.recorded_here(Measurement.from_json(s.baseline), Measurement.from_json(s.measured))
         if here and (layers := ownrange.aged(s.screen, d.ab, state.config.screen)):
             found[s.screen.benchmark] = layers
-    return ownrange.aged_note(found, append_command())
+    return ownrange.aged_note(found, record_rounds_command(rounds=2, append=True))
 
 
 def judge_session(config: pytest.Config, state: State) -> None:

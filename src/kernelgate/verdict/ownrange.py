@@ -114,5 +114,6 @@ def aged_note(found: Mapping[str, Sequence[str]], command: str) -> str:
         f"kernelgate: this runner's own rounds no longer match it ({shown}: its own rounds -> the base "
         "measured here now). Base and head agree, so these passed; while the rounds stay off, the screen "
         "sends such layers to the same-host judge (minutes a run). If the next runs say so again, append "
-        f"a round on this runner with {command} and commit the baseline (docs/fleet.md)."
+        f"two rounds on this runner (one is set aside as an outlier among three) with {command} and commit "
+        "the baseline (docs/fleet.md)."
     )
