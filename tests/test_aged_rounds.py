@@ -15,7 +15,7 @@ from kernelgate.machine.fingerprint import HostFingerprint
 from kernelgate.measure.results import Measurement, combine
 from kernelgate.plugin import samehost as judge
 from kernelgate.plugin.session import Options, State
-from kernelgate.verdict import ownrange, samehost
+from kernelgate.verdict import ownrange, reported, samehost
 from kernelgate.verdict.compare import Comparison, compare
 
 CONFIG = GateConfig()
@@ -82,3 +82,21 @@ def test_the_run_says_which_rounds_aged_and_how_to_renew_them() -> None:
     foreign = State(CONFIG, Options())
     foreign.add_suspect(replace(suspect, baseline=own_rounds(host=HOST_A).to_json()))
     assert judge.aged(foreign, {"t::a": passed}) == ""
+
+
+def test_the_offset_beside_a_pass_says_what_it_is_measured_from() -> None:
+    """The judge's note on a figure it cleared gives this runner's offset: from the baseline's host, or
+    from this runner's own rounds where it recorded them (not "the baseline's host", which it is)."""
+    head = round_on(HOST_B, 103.0, 5)
+    base_here = [round_on(HOST_B, 103.0, 10 + s) for s in range(3)]
+    head_here = [round_on(HOST_B, 103.0, 20 + s) for s in range(3)]
+    for stored, said in (
+        (own_rounds(host=HOST_B), "its own rounds"),
+        (own_rounds(host=HOST_A), "the baseline's host"),
+    ):
+        screen = compare(stored, head, CONFIG)
+        decision = samehost.decide(screen, stored, base_here, head_here, CONFIG, final=True)
+        assert decision is not None and decision.outcome is samehost.Outcome.PASS, decision
+        assert decision.offset_from == said
+        (row,) = [d for d in reported.merged(screen, decision).deltas if d.name == "model.0"]
+        assert f"; this runner vs {said}: +" in row.note, row.note

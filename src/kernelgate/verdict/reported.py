@@ -153,7 +153,7 @@ def _list(values: Sequence[float]) -> str:
 def _offset_note(pair: Delta | None, decision: Decision) -> str:
     offset = ""
     if decision.offset_pct is not None:
-        offset = f"; this runner vs the baseline's host: {decision.offset_pct:+.1f} %"
+        offset = f"; this runner vs {decision.offset_from}: {decision.offset_pct:+.1f} %"
     if pair is None or pair.delta_pct is None:
         return f"not from this change: base and head agree on this runner{offset}"
     return f"not from this change: base -> head {pair.delta_pct:+.1f} % on this runner{offset}"

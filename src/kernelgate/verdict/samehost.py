@@ -29,7 +29,7 @@ from kernelgate.config import GateConfig, Scope
 from kernelgate.machine import envdiff
 from kernelgate.measure.results import Measurement, combine
 from kernelgate.measure.stages import HOST_COUPLED
-from kernelgate.verdict import bimodal, hostspeed, probespeed
+from kernelgate.verdict import bimodal, hostspeed, ownrange, probespeed
 from kernelgate.verdict.compare import Comparison, Delta, Verdict
 from kernelgate.verdict.delta import MIN_PROCESSES
 
@@ -57,6 +57,7 @@ class Decision:
     ab: Comparison | None = None  # base rounds vs head rounds, on this runner
     rounds: int = 0  # processes per side
     offset_pct: float | None = None  # this runner vs the baseline's host (median layer, head side)
+    offset_from: str = "the baseline's host"  # what offset_pct is measured from
     # per judged figure (scope, name): the median of each process, base and head, round by round
     processes: Mapping[tuple[Scope, str], tuple[tuple[float, ...], tuple[float, ...]]] = field(
         default_factory=dict
@@ -193,6 +194,8 @@ def decide(
     )
     if decision is None:
         return None
+    if ownrange.recorded_here(screen_baseline, found.head):  # the stored rounds are this runner's own
+        decision = replace(decision, offset_from="its own rounds")
     said = probespeed.settled_here(*measured, decision.ab, probes) if decision.ab is not None else ""
     if said and decision.outcome is Outcome.PASS:
         decision = replace(decision, reason=f"{decision.reason}; {said}")
