@@ -6,9 +6,14 @@ rounds each GPU had appended 20-40 minutes before, in every A/A run, while base 
 from __future__ import annotations
 
 from dataclasses import replace
+from pathlib import Path
+from types import SimpleNamespace
+from typing import ClassVar
 
+import pytest
 from test_own_rounds import HOST_A, HOST_B, round_on
 
+from kernelgate.baseline import ownrounds
 from kernelgate.commands import append_command, record_rounds_command
 from kernelgate.config import GateConfig
 from kernelgate.machine.fingerprint import HostFingerprint
@@ -33,55 +38,71 @@ def ab(base_us: float, head_us: float) -> Comparison:
 
 
 def test_a_layer_the_base_moved_with_on_this_runner_is_an_aged_round() -> None:
-    stored = own_rounds(100.0)
-    screen = compare(stored, round_on(HOST_B, 103.0, 5), CONFIG)  # the screen: +3 %
+    stored, run = own_rounds(100.0), round_on(HOST_B, 103.0, 5)  # the screen: +3 %
     # the base measured here now is +3 % too, and the head agrees with it: the rounds are off
-    (said,) = ownrange.aged(screen, ab(103.0, 103.0), CONFIG.screen)
+    (said,) = ownrange.aged(stored, run, ab(103.0, 103.0), CONFIG)
     assert said.startswith("model.0 100.0 -> 103.") and said.endswith("µs (+3.0 %)"), said
     # the base here at the rounds' level: the head moved, not the runner (the judge's case): none
-    assert ownrange.aged(screen, ab(100.0, 103.0), CONFIG.screen) == []
-    # a move under the screen's part of the limit (1.25 % of 2.5 %) is no aged round
-    small = compare(stored, round_on(HOST_B, 101.0, 5), CONFIG)
-    assert ownrange.aged(small, ab(101.0, 101.0), CONFIG.screen) == []
-    # the base moved the other way from the screen: not the runner's level either
-    assert ownrange.aged(screen, ab(97.0, 97.0), CONFIG.screen) == []
+    assert ownrange.aged(stored, run, ab(100.0, 103.0), CONFIG) == []
+    # the run at the rounds' level, only the base moved: the screen sent nothing, nothing to say
+    assert ownrange.aged(stored, round_on(HOST_B, 100.0, 5), ab(103.0, 103.0), CONFIG) == []
+    # a move the screen lets go (under its limit: 1.25 % of 2.5 %, plus the own-range margin): none
+    assert ownrange.aged(stored, round_on(HOST_B, 101.0, 5), ab(101.0, 101.0), CONFIG) == []
+    # the base moved the other way from the run: not the runner's level either
+    assert ownrange.aged(stored, run, ab(97.0, 97.0), CONFIG) == []
+    # rounds of another host: its offset is the screen's business, not an aged round of this runner
+    assert ownrange.aged(own_rounds(host=HOST_A), run, ab(103.0, 103.0), CONFIG) == []
+
+
+def test_a_host_coupled_layer_is_never_named() -> None:
+    """The input copy and pre/post-processing follow the host: the screen's loop and host speed judge
+    them, not a round of the device's level."""
+    stored, run = own_rounds(100.0), round_on(HOST_B, 130.0, 5)  # +30 %: over the 20 % host threshold
+
+    def as_input(m: Measurement) -> Measurement:
+        return replace(
+            m, layers=tuple(replace(lay, name="input") if lay.name == "model.0" else lay for lay in m.layers)
+        )
+
+    both = ab(130.0, 130.0)
+    both = replace(
+        both, deltas=tuple(replace(d, name="input") if d.name == "model.0" else d for d in both.deltas)
+    )
+    assert ownrange.aged(stored, run, ab(130.0, 130.0), CONFIG)  # as a device layer: named
+    assert ownrange.aged(as_input(stored), as_input(run), both, CONFIG) == []
 
 
 def test_only_rounds_this_runner_recorded_are_its_own() -> None:
     run = round_on(HOST_B, 103.0, 5)
     assert ownrange.recorded_here(own_rounds(host=HOST_B), run)
     assert not ownrange.recorded_here(own_rounds(host=HOST_A), run)  # another host's offset
-    mixed = combine([round_on(HOST_A, 100.0, 0), round_on(HOST_B, 100.0, 1)])
-    assert not ownrange.recorded_here(mixed, run)
+    mixed = combine([round_on(HOST_A, 100.0, 0), round_on(HOST_B, 100.0, 1), round_on(HOST_B, 100.0, 2)])
+    assert not ownrange.recorded_here(mixed, run)  # the whole entry, as stored
+    # what the screen keeps of it for this runner (plugin/screen.gate): its own rounds
+    assert ownrange.recorded_here(ownrounds.screened_against(mixed, HOST_B)[0], run)
     assert not ownrange.recorded_here(replace(own_rounds(), hosts=()), run)  # no fingerprints
 
 
-def test_the_run_says_which_rounds_aged_and_how_to_renew_them() -> None:
-    stored, head = own_rounds(100.0), round_on(HOST_B, 103.0, 5)
-    screen = compare(stored, head, CONFIG)
-    suspect = judge.Suspect("t::a", judge.KERNEL, screen, stored.to_json(), "model.0 +3.0 %", head.to_json())
-    state = State(CONFIG, Options())
-    state.add_suspect(suspect)
-    passed = samehost.Decision(
-        screen.benchmark, samehost.Outcome.PASS, "base and head agree", ab(103.0, 103.0), 3
+def test_the_note_names_the_layers_and_the_command_that_appends_two_rounds() -> None:
+    found = {"yolo26n-fp16-bs1-640": [f"model.{i} 100.0 -> 103.0 µs (+3.0 %)" for i in range(6)]}
+    command = record_rounds_command(
+        "benchmarks/test_yolo.py::test_yolo[yolo26n-fp16-bs1-640]", rounds=2, append=True
     )
-    note = judge.aged(state, {"t::a": passed})
+    target = "benchmarks/test_yolo.py::test_yolo[yolo26n-fp16-bs1-640]"
+    assert command == f"kernelgate record --rounds 2 --append -- '{target}'"
+    note = ownrange.aged_note(found, command)
     assert note.startswith(
-        f"kernelgate: this runner's own rounds no longer match it ({screen.benchmark}: model.0 100.0 -> 103."
+        "kernelgate: this runner's own rounds no longer match it (yolo26n-fp16-bs1-640: model.0 100.0 -> "
+        "103.0 µs (+3.0 %), model.1"
     )
-    command = record_rounds_command(rounds=2, append=True)
-    assert command == "kernelgate record --rounds 2 --append -- benchmarks"
+    assert (
+        "model.3 100.0 -> 103.0 µs (+3.0 %) and 2 more: its own rounds -> the base measured here now" in note
+    )
     assert note.endswith(
-        "append two rounds on this runner (one is set aside as an outlier among three) with "
-        f"{command} and commit the baseline (docs/fleet.md)."
+        f"aside as the outlier among three): {command}, and commit the baseline (docs/fleet.md)."
     )
+    assert ownrange.aged_note({}, command) == ""
     assert append_command() == "pytest benchmarks --kernelgate-save --kernelgate-append"
-    # a regression, rounds of another host, or a decision without an A/B: nothing to say
-    assert judge.aged(state, {"t::a": replace(passed, outcome=samehost.Outcome.REGRESSION)}) == ""
-    assert judge.aged(state, {"t::a": replace(passed, ab=None)}) == ""
-    foreign = State(CONFIG, Options())
-    foreign.add_suspect(replace(suspect, baseline=own_rounds(host=HOST_A).to_json()))
-    assert judge.aged(foreign, {"t::a": passed}) == ""
 
 
 def test_the_offset_beside_a_pass_says_what_it_is_measured_from() -> None:
@@ -100,3 +121,58 @@ def test_the_offset_beside_a_pass_says_what_it_is_measured_from() -> None:
         assert decision.offset_from == said
         (row,) = [d for d in reported.merged(screen, decision).deltas if d.name == "model.0"]
         assert f"; this runner vs {said}: +" in row.note, row.note
+
+
+class _Judge:
+    """plugin/samehost.Judge without child processes: the decisions given."""
+
+    decisions: ClassVar[dict[str, samehost.Decision]] = {}
+
+    def __init__(self, *_: object) -> None:
+        self.args: list[str] = []
+        self.orders: list[list[str]] = []
+        self.changed: dict[str, bool] = {}
+
+    def run(self, *_: object) -> dict[str, samehost.Decision]:
+        return dict(self.decisions)
+
+    def close(self) -> None:
+        pass
+
+
+def test_a_run_that_passed_says_its_own_rounds_aged_and_one_that_failed_does_not(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """plugin/samehost.judge_session with the judge's decisions given: the note comes once, after the
+    decisions as the run ends, and never in a run that failed (the rounds would record its change)."""
+    stored, run = own_rounds(100.0), round_on(HOST_B, 103.0, 5)
+    screen = compare(stored, run, CONFIG)
+    nodeid = "benchmarks/test_yolo.py::test_yolo[yolov8n-fp16-bs1-640]"
+    suspect = judge.Suspect(nodeid, judge.KERNEL, screen, stored.to_json(), "model.0 +3.0 %", run.to_json())
+    passed = samehost.Decision(
+        screen.benchmark, samehost.Outcome.PASS, "base and head agree", ab(103.0, 103.0), 3
+    )
+    config = SimpleNamespace(
+        pluginmanager=SimpleNamespace(get_plugin=lambda _: None),
+        rootpath=tmp_path,
+        invocation_params=SimpleNamespace(dir=tmp_path),
+    )
+    monkeypatch.setattr(judge, "Judge", _Judge)
+
+    other = replace(suspect, nodeid=nodeid.replace("yolov8n", "yolo11n"))
+
+    def session(*decided: tuple[judge.Suspect, samehost.Decision]) -> State:
+        state = State(CONFIG, Options(out_dir=tmp_path / "kg"))
+        for s, _ in decided:
+            state.add_suspect(s)
+        _Judge.decisions = {s.nodeid: d for s, d in decided}
+        judge.judge_session(config, state)  # type: ignore[arg-type]
+        return state
+
+    (note,) = [n for n in session((suspect, passed)).notes if "own rounds no longer match" in n]
+    assert "(yolov8n-fp16-bs1-640: model.0 100.0 -> 103." in note
+    assert f"kernelgate record --rounds 2 --append -- '{nodeid}'" in note
+    # another configuration regressed in the same run: appending now would record its change
+    failed = replace(passed, outcome=samehost.Outcome.REGRESSION, ab=ab(100.0, 103.0))
+    state = session((suspect, passed), (other, failed))
+    assert state.judge_failures and not any("own rounds no longer match" in n for n in state.notes)

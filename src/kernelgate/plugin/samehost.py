@@ -308,19 +308,6 @@ def decide_coldstart(state: State) -> Decider:
     return decide_one
 
 
-def aged(state: State, decisions: Mapping[str, samehost.Decision]) -> str:
-    """What the run says of own rounds that no longer match this runner (:func:`ownrange.aged`)."""
-    found = {}
-    for s in state.suspects:
-        d = decisions[s.nodeid]
-        if s.kind != KERNEL or s.measured is None or d.ab is None or d.outcome is not samehost.Outcome.PASS:
-            continue
-        here = ownrange.recorded_here(Measurement.from_json(s.baseline), Measurement.from_json(s.measured))
-        if here and (layers := ownrange.aged(s.screen, d.ab, state.config.screen)):
-            found[s.screen.benchmark] = layers
-    return ownrange.aged_note(found, record_rounds_command(rounds=2, append=True))
-
-
 def judge_session(config: pytest.Config, state: State) -> None:
     """Decide every suspect of the session on this runner; its comparison joins the session's with
     the judge's verdicts, and a regression or (by default) a doubt fails the run with its message."""
@@ -359,6 +346,9 @@ def judge_session(config: pytest.Config, state: State) -> None:
             f"figures), {shown(out / evidence.RECORDS)} (every record), {shown(out / LOGS)}/ (each "
             "process's output)"
         )
+    renew: dict[
+        str, tuple[str, list[str]]
+    ] = {}  # by test: configurations passed on layers whose own rounds aged
     for suspect in state.suspects:
         decision = decisions[suspect.nodeid]
         # a pass over a kernel row that still fails the run is a regression, its line says so
@@ -375,6 +365,13 @@ def judge_session(config: pytest.Config, state: State) -> None:
         state.add_decision(decision, merged, judged)
         log(f"kernelgate: {suspect.screen.benchmark}: {decision.outcome.value}: {decision.reason}")
         if not merged.failed:
+            # own rounds that no longer match this runner (verdict/ownrange.aged)
+            if decision.outcome is samehost.Outcome.PASS and decision.ab is not None and suspect.measured:
+                stored, run = Measurement.from_json(suspect.baseline), Measurement.from_json(suspect.measured)
+                renew[target] = (
+                    suspect.screen.benchmark,
+                    ownrange.aged(stored, run, decision.ab, state.config),
+                )
             continue
         path = shown(path_for(state.config.baseline_dir, merged.arch))
         if suspect.kind == KERNEL:
@@ -394,6 +391,7 @@ def judge_session(config: pytest.Config, state: State) -> None:
         state.add_judge_failure(
             f"{decision.outcome.value.upper()} (same-host A/B): {decision.reason}\n{text}"
         )
-    renew = aged(state, decisions)
-    if renew:
-        state.note(renew)
+    aged = {t: found for t, found in renew.items() if found[1]}
+    if aged and not state.judge_failures:  # rounds of a run that failed would record its regression
+        command = record_rounds_command(*aged, rounds=2, append=True)
+        state.note(ownrange.aged_note(dict(aged.values()), command))

@@ -29,10 +29,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from kernelgate.config import Scope, Threshold
+from kernelgate.config import GateConfig, Scope, Threshold
 from kernelgate.measure.results import Dist, Measurement
 from kernelgate.measure.stages import HOST_COUPLED
-from kernelgate.verdict.compare import Comparison
+from kernelgate.verdict.compare import Comparison, compare
 from kernelgate.verdict.delta import DEFAULT_ALPHA, Judge, Judgement, Verdict, noise_aware_rule
 
 # how far beyond the farthest own process, in parts of the screen's limit: a quarter of the threshold
@@ -75,45 +75,55 @@ def recorded_here(stored: Measurement, run: Measurement) -> bool:
     return here is not None and bool(hosts) and all(h is not None and h.id == here.id for h in hosts)
 
 
-def aged(screen: Comparison, ab: Comparison, fraction: float) -> list[str]:
-    """The device-side layers that moved from this runner's own rounds (``screen``: this run against
-    them) up by more than ``fraction`` of their limits, and whose base, measured on this runner now
-    (``ab``: the judge's base -> head), is as far above them: the runner moved, not the code; its own
-    rounds no longer match it. Each as "model.17 16.7 -> 17.2 µs (+2.8 %)", the largest first.
+def aged(stored: Measurement, run: Measurement, ab: Comparison, config: GateConfig) -> list[str]:
+    """The device-side layers this run's screen sent to the judge against this runner's own rounds
+    (``stored``, :func:`rule`) whose base, measured on this runner now (``ab``: the judge's base ->
+    head, which passed), is as far above those rounds (past the screen's limit): the runner, or the
+    base since the rounds were recorded, moved; the rounds no longer match it. Each as "model.17
+    16.7 -> 17.2 µs (+2.8 %)", the largest first; none where ``stored`` is not this runner's own.
 
     On 2 x H200 (2026-11-27, 9 A/A runs, each against its GPU's two rounds appended 20-40 minutes
     before): the same layers of 3-5 configurations were 1.4-5.2 % off the own rounds run after run,
-    while the A/A screens of a GPU agreed with each other within 0.6 % on each of them, and base and
+    while the A/A screens of a GPU agreed with each other within 0.7 % on each of them, and base and
     head within 0.3 % in the judge: every such run went to the judge for them. Replayed from the judge's
     records (its decisions taken again as ``kernelgate replay`` does, then this), the note would have
     named them in 5 of those 9 runs; on the machine of the session before (11 runs), in 3: one whose
     whole process was at another level, and two with a changed configuration, for unchanged ones."""
+    if not recorded_here(stored, run):
+        return []
+    screened = compare(stored, run, config.screening(), judge=rule(config.alpha))
     now = {(d.scope, d.name): d for d in ab.deltas}
     found = []
-    for d in screen.deltas:
+    for d in screened.failures:
         here = now.get((d.scope, d.name))
         if d.scope is not Scope.LAYER or d.name in HOST_COUPLED or d.baseline_us is None or here is None:
             continue
-        if here.baseline_us is None or d.current_us is None:
-            continue
-        limit = fraction * d.threshold.limit_us(d.baseline_us)
-        moved = here.baseline_us - d.baseline_us  # the base here now, from the own rounds
-        if d.delta_us > limit and moved > limit:  # slower: what makes a suspect
-            found.append((moved / d.baseline_us, d.name, d.baseline_us, here.baseline_us))
+        moved = (here.baseline_us or 0.0) - d.baseline_us  # the base here now, from the own rounds
+        if d.verdict is Verdict.REGRESSED and moved > d.threshold.limit_us(d.baseline_us):  # screen's limit
+            found.append((moved / d.baseline_us, d.name, d.baseline_us, here.baseline_us or 0.0))
     return [f"{name} {was:.1f} -> {now_us:.1f} µs ({100 * pct:+.1f} %)"
             for pct, name, was, now_us in sorted(found, reverse=True)]  # fmt: skip
 
 
+SHOWN = 4  # layers named per configuration
+
+
 def aged_note(found: Mapping[str, Sequence[str]], command: str) -> str:
-    """What a run says once where the judge passed configurations for layers whose own rounds no
-    longer match this runner (:func:`aged`, by benchmark), and how to renew them; '' where none."""
+    """What a run that passed says once where the judge passed configurations for layers whose own
+    rounds no longer match this runner (:func:`aged`, by benchmark), and how to renew them; ''
+    where none."""
     if not found:
         return ""
-    shown = "; ".join(f"{name}: {', '.join(layers[:4])}" for name, layers in found.items())
+    shown = "; ".join(
+        f"{name}: {', '.join(layers[:SHOWN])}"
+        + (f" and {len(layers) - SHOWN} more" if len(layers) > SHOWN else "")
+        for name, layers in found.items()
+    )
     return (
         f"kernelgate: this runner's own rounds no longer match it ({shown}: its own rounds -> the base "
-        "measured here now). Base and head agree, so these passed; while the rounds stay off, the screen "
-        "sends such layers to the same-host judge (minutes a run). If the next runs say so again, append "
-        f"two rounds on this runner (one is set aside as an outlier among three) with {command} and commit "
-        "the baseline (docs/fleet.md)."
+        "measured here now; this runner, or the base since the rounds were recorded, moved). Base and head "
+        "agree, so these passed; while the rounds stay off, the screen sends these layers to the same-host "
+        "judge (minutes a run). If the next runs say so again and the base branch is what the baseline "
+        "should hold, append two rounds on this runner from the base branch (a single one would be set "
+        f"aside as the outlier among three): {command}, and commit the baseline (docs/fleet.md)."
     )

@@ -56,8 +56,8 @@ class Decision:
     reason: str
     ab: Comparison | None = None  # base rounds vs head rounds, on this runner
     rounds: int = 0  # processes per side
-    offset_pct: float | None = None  # this runner vs the baseline's host (median layer, head side)
-    offset_from: str = "the baseline's host"  # what offset_pct is measured from
+    offset_pct: float | None = None  # this runner vs the stored rounds (median layer, head side)
+    offset_from: str = "the baseline's host"  # what offset_pct is from: "its own rounds" where they are
     # per judged figure (scope, name): the median of each process, base and head, round by round
     processes: Mapping[tuple[Scope, str], tuple[tuple[float, ...], tuple[float, ...]]] = field(
         default_factory=dict
@@ -154,8 +154,9 @@ def offset_doubt(screen: Comparison, offset_pct: float | None) -> str | None:
     shown = "n/a" if offset_pct is None else f"{offset_pct:+.1f} %"
     return (
         f"base and head agree on this runner, but against the baseline {', '.join(odd)} while the "
-        f"median layer moved {shown}: this runner's environment differs from the baseline's host "
-        "(see the environment changes), not by a uniform offset"
+        f"median layer moved {shown}: this runner's environment differs from the baseline's "
+        "(another host, or this runner when it recorded its rounds; see the environment changes), not by a "
+        "uniform offset"
     )
 
 
