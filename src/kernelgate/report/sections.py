@@ -196,22 +196,19 @@ def unsettled(comparisons: Sequence[Comparison]) -> list[tuple[Comparison, Delta
     ]
 
 
+def _titled(title: str, columns: str, rule: str, rows: list[str]) -> list[str]:
+    """A report.md table under its heading, or nothing where it has no rows."""
+    return [f"#### {title}", "", columns, rule, *rows, ""] if rows else []
+
+
 def unsettled_table(diffs: Sequence[BenchmarkDiff]) -> list[str]:
-    found = unsettled([d.comparison for d in diffs])
-    if not found:
-        return []
     rows = [
-        "#### Not settled (neither a pass nor a regression)",
-        "",
-        "| benchmark | what | delta | verdict | why |",
-        "|---|---|--:|---|---|",
-    ]
-    rows += [
         f"| {_cell(c.benchmark)} | {code(d.name)} | {pct(d.delta_pct)} | "
         f"{labels.verdict(d.verdict)} | {_cell(why_unsettled(d))} |"
-        for c, d in found
+        for c, d in unsettled([d.comparison for d in diffs])
     ]
-    return [*rows, ""]
+    return _titled("Not settled (neither a pass nor a regression)",
+                   "| benchmark | what | delta | verdict | why |", "|---|---|--:|---|---|", rows)  # fmt: skip
 
 
 def let_go_by_speed(comparisons: Sequence[Comparison]) -> list[tuple[Comparison, Delta]]:
@@ -222,20 +219,14 @@ def let_go_by_speed(comparisons: Sequence[Comparison]) -> list[tuple[Comparison,
 
 
 def let_go_table(diffs: Sequence[BenchmarkDiff]) -> list[str]:
-    found = let_go_by_speed([d.comparison for d in diffs])
-    if not found:
-        return []
     rows = [
-        "#### Passed at this runner's CPU speed (over the threshold as measured)",
-        "",
-        "| benchmark | what | delta as measured | why it passed |",
-        "|---|---|--:|---|",
-    ]
-    rows += [
         f"| {_cell(c.benchmark)} | {code(d.figure)} | {pct(d.delta_pct)} | {_cell(d.note)} |"
-        for c, d in found
+        for c, d in let_go_by_speed([d.comparison for d in diffs])
     ]
-    return [*rows, ""]
+    title = "Passed at this runner's CPU speed (over the threshold as measured)"
+    return _titled(
+        title, "| benchmark | what | delta as measured | why it passed |", "|---|---|--:|---|", rows
+    )
 
 
 def hosts(diffs: Sequence[BenchmarkDiff]) -> tuple[RecordedHosts, RecordedHosts]:
