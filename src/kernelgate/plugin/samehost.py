@@ -346,9 +346,8 @@ def judge_session(config: pytest.Config, state: State) -> None:
             f"figures), {shown(out / evidence.RECORDS)} (every record), {shown(out / LOGS)}/ (each "
             "process's output)"
         )
-    renew: dict[
-        str, tuple[str, list[str]]
-    ] = {}  # by test: configurations passed on layers whose own rounds aged
+    # by test: the configurations passed on layers whose own rounds no longer match this runner
+    renew: dict[str, tuple[str, list[str]]] = {}
     for suspect in state.suspects:
         decision = decisions[suspect.nodeid]
         # a pass over a kernel row that still fails the run is a regression, its line says so

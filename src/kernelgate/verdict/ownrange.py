@@ -87,8 +87,9 @@ def aged(stored: Measurement, run: Measurement, ab: Comparison, config: GateConf
     while the A/A screens of a GPU agreed with each other within 0.7 % on each of them, and base and
     head within 0.3 % in the judge: every such run went to the judge for them. Replayed from the judge's
     records (its decisions taken again as ``kernelgate replay`` does, then this), the note would have
-    named them in 5 of those 9 runs; on the machine of the session before (11 runs), in 3: one whose
-    whole process was at another level, and two with a changed configuration, for unchanged ones."""
+    named them in 4 of those 9 runs (never in the one that failed, whose rounds would record its
+    change); on the machine of the session before (11 runs), in 1: a run whose whole process was at
+    another level."""
     if not recorded_here(stored, run):
         return []
     screened = compare(stored, run, config.screening(), judge=rule(config.alpha))
