@@ -223,7 +223,7 @@ def explained(found: Comparison, at: Comparison) -> Comparison:
     measured and +35 % at its speed with a loop 1.43x slower); in the sixteenth session's A/A runs on
     another 2 x H200 machine 46 of 288, 6 with it; that session's `time.sleep` and `synchronize()`
     heads suspected in 9 of 9 cases each either way. Live on a third 2 x H200 machine (2026-11-27,
-    rounds that kept their loops re-appended, 9 screens of `pytest benchmarks`): a latency or
+    each GPU's two rounds appended with their loops, 9 screens of `pytest benchmarks`): a latency or
     host-coupled suspect in 3 of 9 screens; 7 complete A/A runs, 7 pass."""
     # within its limit at each step's speed: the own-range rule's AMBIGUOUS (near the slowest own round)
     # over the limit is no explanation, nor is a move too noisy to call
