@@ -27,7 +27,7 @@ from kernelgate.machine import cpuspeed
 from kernelgate.measure.results import Dist, LayerStat, Measurement, combine
 from kernelgate.report.terminal import let_go_lines
 from kernelgate.verdict import probespeed, samehost
-from kernelgate.verdict.compare import Comparison, Delta, Verdict, compare
+from kernelgate.verdict.compare import Basis, Comparison, Delta, Verdict, compare
 from kernelgate.verdict.samehost import Decision, Outcome, decide
 
 BASE_SPEED = [1.21, 0.95, 1.01]
@@ -380,6 +380,7 @@ def test_kernelgate_ab_judges_the_latency_as_the_judge_does(monkeypatch: pytest.
 
     judged = wall()
     assert judged.verdict is Verdict.UNCHANGED and probespeed.ONLY_AT_SPEED in judged.note, judged
+    assert judged.basis is Basis.ONLY_AT_SPEED
     # the loop alone deciding (the rule before): not a pass
     monkeypatch.setattr(probespeed, "measured_too", lambda ab, _: ab)
     assert wall().verdict in (Verdict.REGRESSED, Verdict.INCONCLUSIVE)
@@ -403,6 +404,7 @@ def test_the_screen_lets_the_cpu_loop_explain_a_slower_latency_against_its_own_r
     assert not suspect, why
     (wall,) = [d for d in shown.deltas if d.scope is Scope.WALL]
     assert wall.verdict is Verdict.UNCHANGED and probespeed.EXPLAINED in wall.note, wall
+    assert wall.basis is Basis.EXPLAINED
     # passed, and said: the terminal's line with both numbers
     (line,) = let_go_lines([shown])
     assert line.startswith(f"passed at this runner's CPU speed: {shown.benchmark} wall: +"), line

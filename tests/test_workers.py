@@ -14,7 +14,7 @@ from kernelgate.baseline import store as baseline
 from kernelgate.config import GateConfig, Scope, Threshold
 from kernelgate.plugin import workers
 from kernelgate.plugin.session import Options, State
-from kernelgate.verdict.compare import Comparison, Delta, Verdict, compare, confirmed
+from kernelgate.verdict.compare import Basis, Comparison, Delta, Verdict, compare, confirmed
 
 DATA = Path(__file__).parent / "data"
 
@@ -38,13 +38,16 @@ def test_a_comparison_survives_its_json_round_trip_unchanged() -> None:
 def test_every_field_of_a_delta_travels() -> None:
     delta = Delta(
         Scope.KERNEL, "model.2.cv1.conv :: sm90_xmma", "model.2", 10.125, 13.5, Threshold(0.25, 2.0),
-        Verdict.REGRESSED, 1.0, 2.0, 0.0079, 3.25, 13.25, 10.5, "confirmed",
+        Verdict.REGRESSED, 1.0, 2.0, 0.0079, 3.25, 13.25, 10.5, "confirmed", Basis.EXPLAINED,
     )  # fmt: skip
     data = delta.to_json()
     assert set(data) == {f.name for f in dataclasses.fields(Delta)}, "a new Delta field must travel too"
     assert Delta.from_json(json.loads(json.dumps(data))) == delta
     empty = Delta(Scope.LAYER, "model.9", "model.9", None, 4.0, Threshold(0.1, 0.5), Verdict.NEW)
     assert Delta.from_json(empty.to_json()) == empty
+    # a record written before the field (the judge's records of earlier runs): taken as measured
+    older = {k: v for k, v in delta.to_json().items() if k != "basis"}
+    assert Delta.from_json(older) == dataclasses.replace(delta, basis=Basis.MEASURED)
 
 
 def test_an_entry_round_trip_keeps_pytest_benchmarks_fields_and_other_extra_info() -> None:

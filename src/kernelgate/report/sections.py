@@ -15,8 +15,7 @@ from kernelgate.machine.fingerprint import RecordedHosts
 from kernelgate.report import labels
 from kernelgate.report.escape import code, plain
 from kernelgate.report.labels import pct
-from kernelgate.verdict import probespeed
-from kernelgate.verdict.compare import Comparison, Delta, Verdict
+from kernelgate.verdict.compare import Basis, Comparison, Delta, Verdict
 from kernelgate.verdict.diff import BenchmarkDiff
 from kernelgate.verdict.policy import Case, ExitDecision, Status
 
@@ -215,7 +214,7 @@ def let_go_by_speed(comparisons: Sequence[Comparison]) -> list[tuple[Comparison,
     """The latency and host-coupled figures the screen let go because each step's CPU-speed loop put
     them within their limits against this runner's own rounds (:func:`probespeed.explained`): passed,
     but over their thresholds as measured, so shown with both numbers."""
-    return [(c, d) for c in comparisons for d in c.deltas if probespeed.EXPLAINED in d.note]
+    return [(c, d) for c in comparisons for d in c.deltas if d.basis is Basis.EXPLAINED]
 
 
 def let_go_table(diffs: Sequence[BenchmarkDiff]) -> list[str]:

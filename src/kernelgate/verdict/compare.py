@@ -26,6 +26,7 @@ from kernelgate.measure.results import Dist, Measurement
 from kernelgate.verdict import hostside, origin, structure
 from kernelgate.verdict.delta import DEFAULT_ALPHA as DEFAULT_ALPHA
 from kernelgate.verdict.delta import MIN_SAMPLES_FOR_TEST as MIN_SAMPLES_FOR_TEST
+from kernelgate.verdict.delta import Basis as Basis
 from kernelgate.verdict.delta import Comparison as Comparison
 from kernelgate.verdict.delta import Delta as Delta
 from kernelgate.verdict.delta import Judge as Judge

@@ -32,6 +32,17 @@ class Verdict(enum.Enum):
     MISSING = "missing"
 
 
+class Basis(enum.Enum):
+    """What a latency or host-coupled figure's verdict was taken on (:mod:`kernelgate.verdict.probespeed`)."""
+
+    MEASURED = "measured"
+    # over its limit only once divided by each step's CPU-speed loop: judged as measured instead
+    ONLY_AT_SPEED = "only at each step's CPU speed"
+    # over its limit as measured, within it at each step's CPU speed against the runner's own rounds:
+    # the screen passed it
+    EXPLAINED = "explained by each step's CPU speed"
+
+
 @dataclass(frozen=True)
 class Judgement:
     verdict: Verdict
@@ -151,6 +162,7 @@ class Delta:
     confirm_us: float | None = None  # the head's median in the same-host A/B (or a confirm run)
     confirm_base_us: float | None = None  # the base's median in the same-host A/B
     note: str = ""
+    basis: Basis = Basis.MEASURED
 
     @property
     def delta_us(self) -> float:
@@ -179,6 +191,7 @@ class Delta:
             "confirm_us": self.confirm_us,
             "confirm_base_us": self.confirm_base_us,
             "note": self.note,
+            "basis": self.basis.value,
         }
 
     @classmethod
@@ -202,6 +215,7 @@ class Delta:
             confirm_us=number("confirm_us"),
             confirm_base_us=number("confirm_base_us"),
             note=str(data.get("note", "")),
+            basis=Basis(data.get("basis", Basis.MEASURED.value)),
         )
 
     @property

@@ -50,7 +50,7 @@ from dataclasses import replace
 from kernelgate.config import HOST_COUPLED, GateConfig, Scope, Threshold
 from kernelgate.measure.results import Dist, LayerStat, Measurement
 from kernelgate.verdict.compare import compare
-from kernelgate.verdict.delta import MIN_PROCESSES, Comparison, Delta, Judgement, Verdict, process_rule
+from kernelgate.verdict.delta import MIN_PROCESSES, Basis, Comparison, Delta, Judgement, Verdict, process_rule
 from kernelgate.verdict.processes import Key, process_medians, process_noise
 
 Factors = tuple[tuple[float, ...], tuple[float, ...]]
@@ -195,7 +195,7 @@ def measured_too(ab: Comparison, as_measured: Comparison) -> Comparison:
             f"{ONLY_AT_SPEED}, which a step's time follows loosely (a CPU 1.5x slower: 1.1x to 2.1x as "
             "long); a regression must show as measured too"
         )
-        return replace(m, note=f"{said}; {m.note}" if m.note else said)
+        return replace(m, note=f"{said}; {m.note}" if m.note else said, basis=Basis.ONLY_AT_SPEED)
 
     return replace(ab, deltas=tuple(judged(d) for d in ab.deltas))
 
@@ -236,7 +236,8 @@ def explained(found: Comparison, at: Comparison) -> Comparison:
         if d.delta_pct is None or a.delta_pct is None:
             return d
         said = f"{d.delta_pct:+.1f} % here, {a.delta_pct:+.1f} % {EXPLAINED}: the CPU's speed, not the change"
-        return replace(d, verdict=Verdict.UNCHANGED, note=f"{said}; {d.note}" if d.note else said)
+        note = f"{said}; {d.note}" if d.note else said
+        return replace(d, verdict=Verdict.UNCHANGED, note=note, basis=Basis.EXPLAINED)
 
     return replace(found, deltas=tuple(judged(d) for d in found.deltas))
 
@@ -260,7 +261,7 @@ def per_process(
     its noise must be of the same numbers: the loop narrows the spread, so at-speed noise would settle
     an as-measured move too soon), else at each step's CPU speed."""
     noise, each = process_noise(*at_speed), process_medians(*at_speed)
-    replaced = [(d.scope, d.name) for d in ab.deltas if ONLY_AT_SPEED in d.note]
+    replaced = [(d.scope, d.name) for d in ab.deltas if d.basis is Basis.ONLY_AT_SPEED]
     if replaced:
         raw_noise, raw_each = process_noise(*measured), process_medians(*measured)
         noise |= {k: raw_noise[k] for k in replaced if k in raw_noise}
@@ -287,12 +288,12 @@ def settled_here(base: Measurement, head: Measurement, ab: Comparison, found: Fa
     fb, fh = found
     if not fb:
         return ""
-    parts, only = [], [d.note.split(":")[0] for d in ab.deltas if ONLY_AT_SPEED in d.note]
+    parts, only = [], [d.note.split(":")[0] for d in ab.deltas if d.basis is Basis.ONLY_AT_SPEED]
     for d in ab.deltas:
         measured = _as_measured(base, head, d)
         if measured is None or d.verdict is Verdict.REGRESSED or d.delta_pct is None:
             continue
-        if ONLY_AT_SPEED in d.note:
+        if d.basis is Basis.ONLY_AT_SPEED:
             continue
         b, h = measured
         if b > 0 and h - b > d.threshold.limit_us(b):

@@ -30,7 +30,7 @@ from kernelgate.machine import envdiff
 from kernelgate.measure.results import Measurement, combine
 from kernelgate.measure.stages import HOST_COUPLED
 from kernelgate.verdict import bimodal, hostspeed, ownrange, probespeed
-from kernelgate.verdict.compare import Comparison, Delta, Verdict
+from kernelgate.verdict.compare import Basis, Comparison, Delta, Verdict
 from kernelgate.verdict.delta import MIN_PROCESSES
 
 # A device-side layer that the screen found this much further off than the runner's median offset,
@@ -354,7 +354,7 @@ def _walls(processes: bimodal.Processes | None) -> tuple[Sequence[float], Sequen
 
 def _probe_note(named: Sequence[Delta], probes: probespeed.Factors) -> str:
     """:func:`probespeed.note` where ``named`` holds the latency or a host-coupled stage."""
-    coupled = any(probespeed.taken_at_speed(d) and probespeed.ONLY_AT_SPEED not in d.note for d in named)
+    coupled = any(probespeed.taken_at_speed(d) and d.basis is not Basis.ONLY_AT_SPEED for d in named)
     return probespeed.note(probes) if coupled else ""
 
 
