@@ -92,6 +92,12 @@ def _own(m: Measurement, runner: HostFingerprint | None, keep: list[int]) -> tup
     return rounds_of(m, keep), note
 
 
+def recorded_by(m: Measurement, runner: HostFingerprint | None) -> bool:
+    """Whether ``runner`` recorded every round of ``m`` (rounds with fingerprints, one at least)."""
+    keep = _mine(m, runner)
+    return bool(keep) and len(keep) == len(m.round_hosts)
+
+
 def screened_against(m: Measurement, runner: HostFingerprint | None) -> tuple[Measurement, str, bool]:
     """What the screen compares ``runner``'s run with (:func:`own`), its note, and whether it goes by
     the spread of the runner's own rounds there (two or more: :mod:`kernelgate.verdict.ownrange`)."""

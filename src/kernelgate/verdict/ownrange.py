@@ -29,6 +29,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from kernelgate.baseline import ownrounds
 from kernelgate.config import GateConfig, Scope, Threshold
 from kernelgate.measure.results import Dist, Measurement
 from kernelgate.measure.stages import HOST_COUPLED
@@ -70,9 +71,7 @@ def rule(alpha: float = DEFAULT_ALPHA) -> Judge:
 
 def recorded_here(stored: Measurement, run: Measurement) -> bool:
     """Whether every round of ``stored`` was recorded by the host that measured ``run``."""
-    here = run.round_hosts[0] if run.round_hosts else None
-    hosts = stored.round_hosts
-    return here is not None and bool(hosts) and all(h is not None and h.id == here.id for h in hosts)
+    return ownrounds.recorded_by(stored, run.round_hosts[0] if run.round_hosts else None)
 
 
 def aged(stored: Measurement, run: Measurement, ab: Comparison, config: GateConfig) -> list[str]:
