@@ -367,10 +367,8 @@ def judge_session(config: pytest.Config, state: State) -> None:
             # own rounds that no longer match this runner (verdict/ownrange.aged)
             if decision.outcome is samehost.Outcome.PASS and decision.ab is not None and suspect.measured:
                 stored, run = Measurement.from_json(suspect.baseline), Measurement.from_json(suspect.measured)
-                renew[target] = (
-                    suspect.screen.benchmark,
-                    ownrange.aged(stored, run, decision.ab, state.config),
-                )
+                if layers := ownrange.aged(stored, run, decision.ab, state.config):
+                    renew[target] = (suspect.screen.benchmark, layers)
             continue
         path = shown(path_for(state.config.baseline_dir, merged.arch))
         if suspect.kind == KERNEL:
@@ -390,7 +388,6 @@ def judge_session(config: pytest.Config, state: State) -> None:
         state.add_judge_failure(
             f"{decision.outcome.value.upper()} (same-host A/B): {decision.reason}\n{text}"
         )
-    aged = {t: found for t, found in renew.items() if found[1]}
-    if aged and not state.judge_failures:  # rounds of a run that failed would record its regression
-        command = record_rounds_command(*aged, rounds=2, append=True)
-        state.note(ownrange.aged_note(dict(aged.values()), command))
+    if renew and not state.judge_failures:  # rounds of a run that failed would record its regression
+        command = record_rounds_command(*renew, rounds=2, append=True)
+        state.note(ownrange.aged_note(dict(renew.values()), command))
