@@ -105,7 +105,7 @@ class Judge:
         self.work = Path(tempfile.mkdtemp(prefix="kernelgate-judge-"))
         self.args = invocation.child_args(config.invocation_params.args, config.option.file_or_dir or [])
         self.orders: list[list[str]] = []  # each round's kernel benchmarks, as its processes measured them
-        self.changed: dict[str, bool] = {}  # whose forward changed, base -> head (verdict/neighbours.py)
+        self.changed: dict[str, bool] = {}  # whose forward changed (verdict/neighbours.py)
 
     def _spawn(self, side: Side, nodeids: Sequence[str], out: Path, cold: bool) -> standby.Child:
         """Start ``side``'s pytest process for ``nodeids`` (``cold``: cold starts alone), waiting for
@@ -195,12 +195,18 @@ class Judge:
         why: dict[str, str] = {}
         pending = list(suspects)
         cfg = self.state.config
+        names = {s.nodeid: s.screen.benchmark for s in suspects if s.kind == KERNEL}
+        # whose forward changed: the screen's word first, then base and head's (verdict/neighbours.py)
+        self.changed = {s.screen.benchmark: neighbours.screen_changed(s.baseline, s.measured)
+                        for s in suspects if s.kind == KERNEL}  # fmt: skip
         for r in range(cfg.confirm_max_rounds):
             start = time.monotonic()
             # base, head, head, base, ...: each side first in every other round. Both processes of a
             # round start together and wait, ready, until nothing else runs: then one measures, then
             # the other (with a start-up beside a measuring process, an A/A run on an H100 failed on
-            # the host side, 2026-11-25: plugin/standby.py)
+            # the host side, 2026-11-25: plugin/standby.py). In each, the configurations whose forward
+            # did not change come first: what runs before them is the same code on both sides
+            pending = neighbours.unchanged_first(pending, lambda s: s.screen.benchmark, self.changed)
             ids = [s.nodeid for s in pending]
             self.orders.append([s.screen.benchmark for s in pending if s.kind == KERNEL])
             cold = all(s.kind == COLDSTART for s in pending)
@@ -223,6 +229,7 @@ class Judge:
                         lost = problem or f"the {side.name} side wrote no record of {s.nodeid} (see its log)"
                         decided[s.nodeid] = samehost.unsettled(s.screen.benchmark, lost)
             pending = [s for s in pending if s.nodeid not in decided]
+            self.changed |= neighbours.measured_changed(names, base.records, head.records)
             for s in pending:
                 found = deciders[s.kind](s, base.records.get(s.nodeid, []), head.records.get(s.nodeid, []),
                                          r + 1 >= cfg.confirm_max_rounds)  # fmt: skip
@@ -248,12 +255,6 @@ class Judge:
             decided[s.nodeid] = samehost.unsettled(
                 s.screen.benchmark, f"not settled after {cfg.confirm_max_rounds} round(s) per side"
             )
-        kernels = [s for s in suspects if s.kind == KERNEL]
-        self.changed = {
-            s.screen.benchmark: neighbours.forward_changed(Measurement.from_json(base.records[s.nodeid][0]),
-                                                           Measurement.from_json(head.records[s.nodeid][0]))
-            for s in kernels if base.records.get(s.nodeid) and head.records.get(s.nodeid)
-        }  # fmt: skip
         return decided
 
 

@@ -10,22 +10,64 @@ it seems) is part of the next one's measurement there. That is not proven, and t
 measured, so the verdict stands; the message says it: where a regressed configuration launches the
 same kernels on both sides and an earlier one in the same processes does not, it names the earlier
 one and the command that measures this configuration alone.
+
+Seen again on an H200 machine (2026-11-27, nineteenth session): the same head (three extra kernels in
+yolov8n fp16's model.6) failed yolo26n fp16's model.6 +2.5 % in one gated run, its kernels the same on
+both sides, measured after yolov8n fp16 in every process; in the run of the session before, on
+another H200 machine, it passed. So the judge now measures, in each process, the configurations
+whose forward did not change before those whose forward did (:func:`unchanged_first`): what comes
+before an unchanged configuration then runs the same code on both sides. Before the first round
+the screen says which changed (:func:`screen_changed`: the head's forward against the stored
+baseline's, host-independent), after it the base's and head's processes
+(:func:`measured_changed`). The note stays for where that order could not be kept.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
+from typing import Any, TypeVar
 
 from kernelgate.measure.results import Measurement
 from kernelgate.verdict import structure
 from kernelgate.verdict.samehost import Decision, Outcome
+
+T = TypeVar("T")
 
 
 def forward_changed(base: Measurement, head: Measurement) -> bool:
     """Whether the head's forward launches something else than the base's (kernels, their launches, a
     wait for the device), measured on this runner."""
     return bool(structure.changes(base, head))
+
+
+def screen_changed(stored: Mapping[str, Any], measured: Mapping[str, Any] | None) -> bool:
+    """Whether the screen's measurement launches something else than the stored baseline's (records
+    as JSON; False where the screen kept none): the head's change, on any runner."""
+    if measured is None:
+        return False
+    return forward_changed(Measurement.from_json(stored), Measurement.from_json(measured))
+
+
+def measured_changed(
+    names: Mapping[str, str],
+    base: Mapping[str, Sequence[Mapping[str, Any]]],
+    head: Mapping[str, Sequence[Mapping[str, Any]]],
+) -> dict[str, bool]:
+    """:func:`forward_changed` by configuration (``names``: node id -> benchmark name), from the first
+    base and head process of each (``base``, ``head``: each side's records by node id); only those
+    both sides measured."""
+    return {
+        name: forward_changed(Measurement.from_json(base[node][0]), Measurement.from_json(head[node][0]))
+        for node, name in names.items()
+        if base.get(node) and head.get(node)
+    }
+
+
+def unchanged_first(items: Sequence[T], name: Callable[[T], str], changed: Mapping[str, bool]) -> list[T]:
+    """``items`` in the order a process measures them: those whose forward did not change (or is not
+    known to have) first, then those whose forward changed, each group in its given order."""
+    return sorted(items, key=lambda item: changed.get(name(item), False))
 
 
 def earlier_changed(rounds: Sequence[Sequence[str]], changed: Mapping[str, bool], name: str) -> list[str]:
