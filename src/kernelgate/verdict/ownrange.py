@@ -121,9 +121,11 @@ def aged_note(found: Mapping[str, Sequence[str]], command: str) -> str:
     )
     return (
         f"kernelgate: this runner's own rounds no longer match it ({shown}: its own rounds -> the base "
-        "measured here now; this runner, or the base since the rounds were recorded, moved). Base and head "
-        "agree, so these passed; while the rounds stay off, the screen sends these layers to the same-host "
-        "judge (minutes a run). If the next runs say so again and the base branch is what the baseline "
-        "should hold, append two rounds on this runner from the base branch (a single one would be set "
-        f"aside as the outlier among three): {command}, and commit the baseline (docs/fleet.md)."
+        "measured here now). A layer's time on one runner can sit at one of a few levels a few % apart, "
+        "from process to process (the same kernels; seen on H200s, 2026-11-27), and the base since the "
+        "rounds were recorded may have moved too. Base and head agree, so these passed; while the rounds "
+        "hold none of this level, the screen sends these layers to the same-host judge (minutes a run). If "
+        "the next runs say so again and the base branch is what the baseline should hold, append two "
+        "rounds on this runner from the base branch (a single one would be set aside as the outlier among "
+        f"three): {command}, and commit the baseline (docs/fleet.md)."
     )
