@@ -20,6 +20,7 @@ from kernelgate.report.sections import RunOutcome
 from kernelgate.report.terminal import let_go_lines, unsettled_lines
 from kernelgate.verdict import policy, probespeed
 from kernelgate.verdict.compare import Comparison, Delta, Verdict
+from kernelgate.verdict.delta import Basis
 
 V11 = "benchmarks/test_yolo.py::test_yolo[yolo11n-fp16-bs1-640]"
 
@@ -125,6 +126,29 @@ def test_a_latency_passed_at_this_runners_cpu_speed_is_shown_with_both_numbers(t
         run=RunOutcome(policy.decide([policy.Case.of(item.comparison)], policy.ExitPolicy())),
     )
     assert "Passed at this runner's CPU speed" not in (tmp_path / "report.md").read_text()
+
+
+def test_a_layer_passed_at_the_level_of_this_runners_own_rounds_is_shown_with_both_numbers(
+    tmp_path: Path,
+) -> None:
+    """The screen let a device layer over its threshold go because it sits at the level of the slowest
+    of this runner's own rounds (ownrange.at_own_level): said in the terminal and in report.md."""
+    item = passing_item()
+    note = ("+3.4 % against the pooled median of this runner's own rounds, 106.5 µs against the slowest "
+            "of them 106.0 µs: a level this runner's processes take, not the change")  # fmt: skip
+    layer = Delta(Scope.LAYER, "model.10", "Upsample", 103.0, 106.5, Threshold(0.025, 0.5),
+                  Verdict.UNCHANGED, note=note, basis=Basis.OWN_LEVEL)  # fmt: skip
+    shown = dataclasses.replace(item.comparison, deltas=(*item.comparison.deltas, layer))
+    assert not shown.failed
+    assert let_go_lines([shown]) == [
+        f"passed at the level of this runner's own rounds: yolov8n-fp16-bs1-640 model.10: {note}"
+    ]
+    decision = policy.decide([policy.Case.of(shown)], policy.ExitPolicy())
+    publish.publish([dataclasses.replace(item, comparison=shown)], tmp_path, run=RunOutcome(decision))
+    text = (tmp_path / "report.md").read_text()
+    title = "Passed at the level of this runner's own rounds (over the threshold against their pooled median)"
+    assert f"#### {title}" in text
+    assert "Passed at this runner's CPU speed" not in text
 
 
 class _Reporter:

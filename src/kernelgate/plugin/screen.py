@@ -95,7 +95,9 @@ def screen(
     against this runner's own rounds (``own``) only beyond its own processes
     (:mod:`kernelgate.verdict.ownrange`), and the latency and host-coupled stages only where they fail
     at each step's CPU speed too, where those rounds kept the loop (:func:`probespeed.explained`).
-    What fails at the full threshold is a suspect too: never failed without the judge."""
+    What fails at the full threshold is a suspect too (never failed without the judge), except a
+    device-side layer at the level of the slowest of this runner's own rounds
+    (:func:`ownrange.at_own_level`), passed and said."""
     speed = hostspeed.factor(stored, result)
     here = hostspeed.scaled(stored, speed)
     rule = ownrange.rule(cfg.alpha) if own else None
@@ -108,6 +110,8 @@ def screen(
     if loop is not None:
         screened = probespeed.explained(screened, compare(*loop, cfg.screening(), judge=rule))
         relative = probespeed.explained(relative, compare(*loop, cfg))  # the full threshold's guard
+    if own and relative.failed and not screened.failed:  # the guard: not a device level of its own rounds
+        relative = ownrange.at_own_level(relative, stored, result)
     suspect = bool(built) or blind or screened.failed or relative.failed
     why = suspicion(screened, cfg.screen, structure.summary(built) if built else "", blind)
     if relative.failed and not screened.failed:  # the screen let them go: near its own rounds

@@ -210,22 +210,36 @@ def unsettled_table(diffs: Sequence[BenchmarkDiff]) -> list[str]:
                    "| benchmark | what | delta | verdict | why |", "|---|---|--:|---|---|", rows)  # fmt: skip
 
 
-def let_go_by_speed(comparisons: Sequence[Comparison]) -> list[tuple[Comparison, Delta]]:
-    """The latency and host-coupled figures the screen let go because each step's CPU-speed loop put
-    them within their limits against this runner's own rounds (:func:`probespeed.explained`): passed,
-    but over their thresholds as measured, so shown with both numbers."""
-    return [(c, d) for c in comparisons for d in c.deltas if d.basis is Basis.EXPLAINED]
+#: the figures the screen passed although over their thresholds, by what it passed them on: the
+#: terminal's words ("passed <these>: ...") and report.md's table title
+LET_GO = {
+    Basis.EXPLAINED: ("at this runner's CPU speed", "over the threshold as measured"),
+    Basis.OWN_LEVEL: (
+        "at the level of this runner's own rounds",
+        "over the threshold against their pooled median",
+    ),
+}
+
+
+def let_go(comparisons: Sequence[Comparison], basis: Basis) -> list[tuple[Comparison, Delta]]:
+    """The figures the screen let go on ``basis``: the latency and host-coupled figures each step's
+    CPU-speed loop put within their limits against this runner's own rounds
+    (:func:`probespeed.explained`), the device-side layers at the level of the slowest of those rounds
+    (:func:`ownrange.at_own_level`). Passed, but over their thresholds as compared, so shown with both
+    numbers."""
+    return [(c, d) for c in comparisons for d in c.deltas if d.basis is basis]
 
 
 def let_go_table(diffs: Sequence[BenchmarkDiff]) -> list[str]:
-    rows = [
-        f"| {_cell(c.benchmark)} | {code(d.figure)} | {pct(d.delta_pct)} | {_cell(d.note)} |"
-        for c, d in let_go_by_speed([d.comparison for d in diffs])
-    ]
-    title = "Passed at this runner's CPU speed (over the threshold as measured)"
-    return _titled(
-        title, "| benchmark | what | delta as measured | why it passed |", "|---|---|--:|---|", rows
-    )
+    lines: list[str] = []
+    for basis, (how, over) in LET_GO.items():
+        rows = [
+            f"| {_cell(c.benchmark)} | {code(d.figure)} | {pct(d.delta_pct)} | {_cell(d.note)} |"
+            for c, d in let_go([d.comparison for d in diffs], basis)
+        ]
+        lines += _titled(f"Passed {how} ({over})", "| benchmark | what | delta | why it passed |",
+                         "|---|---|--:|---|", rows)  # fmt: skip
+    return lines
 
 
 def hosts(diffs: Sequence[BenchmarkDiff]) -> tuple[RecordedHosts, RecordedHosts]:

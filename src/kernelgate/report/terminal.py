@@ -285,11 +285,13 @@ def unsettled_lines(comparisons: Sequence[Comparison]) -> list[str]:
 
 
 def let_go_lines(comparisons: Sequence[Comparison]) -> list[str]:
-    """A line per latency or host-coupled figure the screen passed at this runner's CPU speed
-    (:func:`kernelgate.report.sections.let_go_by_speed`): over its threshold as measured, so said."""
+    """A line per figure the screen passed although over its threshold
+    (:func:`kernelgate.report.sections.let_go`): at this runner's CPU speed, or at the level of this
+    runner's own rounds; so said."""
     return [
-        f"passed at this runner's CPU speed: {comparison.benchmark} {delta.figure}: {delta.note}"
-        for comparison, delta in sections.let_go_by_speed(comparisons)
+        f"passed {how}: {comparison.benchmark} {delta.figure}: {delta.note}"
+        for basis, (how, _) in sections.LET_GO.items()
+        for comparison, delta in sections.let_go(comparisons, basis)
     ]
 
 

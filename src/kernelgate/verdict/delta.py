@@ -33,7 +33,8 @@ class Verdict(enum.Enum):
 
 
 class Basis(enum.Enum):
-    """What a latency or host-coupled figure's verdict was taken on (:mod:`kernelgate.verdict.probespeed`)."""
+    """What a figure's verdict was taken on (:mod:`kernelgate.verdict.probespeed`,
+    :func:`kernelgate.verdict.ownrange.at_own_level`)."""
 
     MEASURED = "measured"
     # over its limit only once divided by each step's CPU-speed loop: judged as measured instead
@@ -41,6 +42,9 @@ class Basis(enum.Enum):
     # over its limit as measured, within it at each step's CPU speed against the runner's own rounds:
     # the screen passed it
     EXPLAINED = "explained by each step's CPU speed"
+    # a device-side layer over its threshold against the pooled median of the runner's own rounds, at
+    # the level of the slowest of them: the screen passed it (kernelgate.verdict.ownrange.at_own_level)
+    OWN_LEVEL = "at the level of this runner's own rounds"
 
 
 @dataclass(frozen=True)
