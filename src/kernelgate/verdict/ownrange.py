@@ -83,9 +83,10 @@ def at_own_level(found: Comparison, stored: Measurement, run: Measurement) -> Co
     such rounds lies between the levels, and a process at the slow one was over the full threshold
     against it, so the guard that sends every full-threshold move to the judge sent yolo26n fp16 in 3 of
     GPU 0's 5 A/A runs, nothing else suspected in 2 of them (193 and 206 s against 125 s for the run with
-    nothing suspected). Offline on the records of three 2 x H200 machines (56 suspect configurations
-    screened against their runner's own rounds): those 3 let go, nothing else; a +3 % slowdown put into
-    each device layer of >= 20 µs (842 cases) failed in the screen in 735 either way."""
+    nothing suspected). Offline on the judge's records of three 2 x H200 machines (the seventeenth to
+    nineteenth sessions), the screen run again on the 76 suspect configurations screened against their
+    runner's own rounds: those 3 let go, no other; a +3 % slowdown put into each device layer of >= 20
+    µs of the 56 of A/A runs (842 cases) failed in the screen in 735 either way."""
     if not recorded_here(stored, run):
         return found
     own = {lay.name: lay.time for lay in stored.layers}
