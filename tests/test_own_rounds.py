@@ -256,8 +256,8 @@ def test_a_slowdown_beyond_the_own_rounds_is_a_suspect() -> None:
 def test_a_move_over_the_threshold_at_the_level_of_the_slowest_own_round_is_passed_and_said() -> None:
     # rounds 6 % apart (two levels of one layer, as yolo26n fp16's model.10 took on an H200: 80.0/80.3
     # and 76.9/76.9 µs, 2026-11-27): a process 3.4 % over the pooled median (the threshold is 2.5 %)
-    # lies within a quarter of the threshold of the slower round. The screen's rule lets it go, and so
-    # does the full threshold's guard now (ownrange.at_own_level), with both numbers said
+    # lies within a quarter of the threshold (0.64 µs) of the slower round. The screen's rule lets it
+    # go, and so does the full threshold's guard now (ownrange.at_own_level), with the numbers said
     from kernelgate.report.terminal import let_go_lines
     from kernelgate.verdict.delta import Basis, Verdict
 
@@ -270,8 +270,8 @@ def test_a_move_over_the_threshold_at_the_level_of_the_slowest_own_round_is_pass
     (row,) = [d for d in shown.deltas if d.name == "model.0"]
     assert row.verdict is Verdict.UNCHANGED and row.basis is Basis.OWN_LEVEL
     assert row.note.startswith(
-        "+3.4 % against the pooled median of this runner's own rounds, 106.5 µs against the slowest of "
-        "them 106.0 µs: a level this runner's processes take, not the change"
+        "+3.4 % against the pooled median of this runner's own rounds; 106.5 µs is +0.5 µs from the "
+        "slowest of them (106.0 µs), within 0.6 µs: inside the levels of its own rounds"
     ), row.note
     (line,) = let_go_lines([shown])
     assert line.startswith(
@@ -285,21 +285,29 @@ def test_a_move_over_the_threshold_at_the_level_of_the_slowest_own_round_is_pass
     assert suspect and why.startswith("model.0 +3.4 % over 50% of their thresholds"), why
 
 
-def test_the_full_threshold_guard_still_sends_what_the_own_rounds_hold_no_level_of() -> None:
-    # a host-coupled layer (the input copy) is no device level: over the full threshold, still the judge's
-    stored = own_two(100.0, 200.0)
-    head = process(201.0, 3)
-    renamed = [replace(m, layers=(replace(m.layers[0], name="input"), m.layers[1])) for m in (stored, head)]
-    relative = compare(*renamed, GateConfig())
-    assert "input" in [d.name for d in relative.failures]
-    assert ownrange.at_own_level(relative, *renamed) == relative
-    # nor is a layer of rounds recorded by another runner
+def test_the_full_threshold_guard_lets_go_only_what_the_screen_let_go_inside_the_own_levels() -> None:
+    config = GateConfig()
+
+    def both(stored: Measurement, head: Measurement) -> tuple[Comparison, Comparison]:
+        return compare(stored, head, config), compare(stored, head, config.screening(), judge=ownrange.rule())
+
     stored, head = own_two(100.0, 106.0), process(106.5, 3)
-    other = compare(stored, head, GateConfig())
-    assert [d.name for d in other.failures] == ["model.0"]
-    assert [d.name for d in ownrange.at_own_level(other, stored, head).failures] == []  # its own: let go
-    assert ownrange.at_own_level(other, stored, round_on(HOST_A, 106.5, 3)) == other
-    assert ownrange.at_own_level(other, stored, replace(head, hosts=())).failures == other.failures
+    found, screened = both(stored, head)
+    assert [d.name for d in found.failures] == ["model.0"] and not screened.failed
+    assert [d.name for d in ownrange.at_own_level(found, screened, stored, head).failures] == []  # let go
+    # a layer of rounds recorded by another runner: no level of this runner's, it stays failing
+    assert ownrange.at_own_level(found, screened, stored, round_on(HOST_A, 106.5, 3)) == found
+    # past the slowest own round by more than its margin (1.2 µs against 0.64 µs), whatever else said so
+    far = process(107.2, 3)
+    assert ownrange.at_own_level(compare(stored, far, config), screened, stored, far).failures
+    # what the screen's own rule failed is not let go either
+    assert ownrange.at_own_level(found, compare(stored, far, config.screening()), stored, head) == found
+    # a host-coupled layer (the input copy) is no device level: over the full threshold, still the judge's
+    stored, head = own_two(100.0, 200.0), process(201.0, 3)
+    renamed = [replace(m, layers=(replace(m.layers[0], name="input"), m.layers[1])) for m in (stored, head)]
+    found, screened = both(*renamed)
+    assert "input" in [d.name for d in found.failures]
+    assert ownrange.at_own_level(found, screened, *renamed) == found
 
 
 def test_the_farthest_own_process_sets_one_outlier_round_aside() -> None:

@@ -134,8 +134,8 @@ def test_a_layer_passed_at_the_level_of_this_runners_own_rounds_is_shown_with_bo
     """The screen let a device layer over its threshold go because it sits at the level of the slowest
     of this runner's own rounds (ownrange.at_own_level): said in the terminal and in report.md."""
     item = passing_item()
-    note = ("+3.4 % against the pooled median of this runner's own rounds, 106.5 µs against the slowest "
-            "of them 106.0 µs: a level this runner's processes take, not the change")  # fmt: skip
+    note = ("+3.4 % against the pooled median of this runner's own rounds; 106.5 µs is +0.5 µs from the "
+            "slowest of them (106.0 µs), within 0.6 µs: inside the levels of its own rounds")  # fmt: skip
     layer = Delta(Scope.LAYER, "model.10", "Upsample", 103.0, 106.5, Threshold(0.025, 0.5),
                   Verdict.UNCHANGED, note=note, basis=Basis.OWN_LEVEL)  # fmt: skip
     shown = dataclasses.replace(item.comparison, deltas=(*item.comparison.deltas, layer))

@@ -111,7 +111,7 @@ def screen(
         screened = probespeed.explained(screened, compare(*loop, cfg.screening(), judge=rule))
         relative = probespeed.explained(relative, compare(*loop, cfg))  # the full threshold's guard
     if own and relative.failed and not screened.failed:  # the guard: not a device level of its own rounds
-        relative = ownrange.at_own_level(relative, stored, result)
+        relative = ownrange.at_own_level(relative, screened, stored, result)
     suspect = bool(built) or blind or screened.failed or relative.failed
     why = suspicion(screened, cfg.screen, structure.summary(built) if built else "", blind)
     if relative.failed and not screened.failed:  # the screen let them go: near its own rounds

@@ -19,7 +19,9 @@ whose forward did not change before those whose forward did (:func:`unchanged_fi
 before an unchanged configuration then runs the same code on both sides. Before the first round
 the screen says which changed (:func:`screen_changed`: the head's forward against the stored
 baseline's, host-independent), after it the base's and head's processes
-(:func:`measured_changed`). The note stays for where that order could not be kept.
+(:func:`measured_changed`). The note stays for a first round whose order the screen's word got wrong
+and that settled the suspect (from the second round on, the changed configurations come last), and for
+records of runs before this order (``kernelgate replay``).
 """
 
 from __future__ import annotations
@@ -66,7 +68,8 @@ def measured_changed(
 
 def unchanged_first(items: Sequence[T], name: Callable[[T], str], changed: Mapping[str, bool]) -> list[T]:
     """``items`` in the order a process measures them: those whose forward did not change (or is not
-    known to have) first, then those whose forward changed, each group in its given order."""
+    known to have: a cold start, which runs in processes of its own, keeps its place among them) first,
+    then those whose forward changed, each group in its given order."""
     return sorted(items, key=lambda item: changed.get(name(item), False))
 
 
@@ -89,7 +92,7 @@ def note(earlier: Sequence[str], command: str) -> str:
     return (
         f"its kernels are the same on both sides, and every process measured it after {named}, "
         "whose forward did change: what that leaves in a process can move the next "
-        "configuration's small kernels by a few % (seen on an H100 machine, 2026-11-27). To tell, "
+        "configuration's small kernels by a few % (seen on H100 and H200 machines, 2026-11-27). To tell, "
         f"measure it alone: {command}"
     )
 
