@@ -96,8 +96,8 @@ def screen(
     (:mod:`kernelgate.verdict.ownrange`), and the latency and host-coupled stages only where they fail
     at each step's CPU speed too, where those rounds kept the loop (:func:`probespeed.explained`).
     What fails at the full threshold is a suspect too (never failed without the judge), except a
-    device-side layer at the level of the slowest of this runner's own rounds
-    (:func:`ownrange.at_own_level`), passed and said."""
+    device-side layer the own-range rule let go, inside the levels of this runner's own rounds
+    (:func:`ownrange.at_own_level`): passed and said."""
     speed = hostspeed.factor(stored, result)
     here = hostspeed.scaled(stored, speed)
     rule = ownrange.rule(cfg.alpha) if own else None

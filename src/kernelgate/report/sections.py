@@ -224,7 +224,7 @@ LET_GO = {
 def let_go(comparisons: Sequence[Comparison], basis: Basis) -> list[tuple[Comparison, Delta]]:
     """The figures the screen let go on ``basis``: the latency and host-coupled figures each step's
     CPU-speed loop put within their limits against this runner's own rounds
-    (:func:`probespeed.explained`), the device-side layers at the level of the slowest of those rounds
+    (:func:`probespeed.explained`), the device-side layers inside the levels of those rounds
     (:func:`ownrange.at_own_level`). Passed, but over their thresholds as compared, so shown with both
     numbers."""
     return [(c, d) for c in comparisons for d in c.deltas if d.basis is basis]

@@ -42,8 +42,8 @@ class Basis(enum.Enum):
     # over its limit as measured, within it at each step's CPU speed against the runner's own rounds:
     # the screen passed it
     EXPLAINED = "explained by each step's CPU speed"
-    # a device-side layer over its threshold against the pooled median of the runner's own rounds, at
-    # the level of the slowest of them: the screen passed it (kernelgate.verdict.ownrange.at_own_level)
+    # a device-side layer over its threshold against the pooled median of the runner's own rounds,
+    # inside the levels of those rounds: the screen passed it (kernelgate.verdict.ownrange.at_own_level)
     OWN_LEVEL = "at the level of this runner's own rounds"
 
 
