@@ -229,7 +229,9 @@ class Judge:
                         lost = problem or f"the {side.name} side wrote no record of {s.nodeid} (see its log)"
                         decided[s.nodeid] = samehost.unsettled(s.screen.benchmark, lost)
             pending = [s for s in pending if s.nodeid not in decided]
-            self.changed |= neighbours.measured_changed(names, base.records, head.records)
+            measured = neighbours.measured_changed(names, base.records, head.records)  # first records
+            self.changed |= measured
+            names = {node: name for node, name in names.items() if name not in measured}  # read once
             for s in pending:
                 found = deciders[s.kind](s, base.records.get(s.nodeid, []), head.records.get(s.nodeid, []),
                                          r + 1 >= cfg.confirm_max_rounds)  # fmt: skip
