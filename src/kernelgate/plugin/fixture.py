@@ -21,7 +21,7 @@ from kernelgate.baseline.names import safe_name, shown
 from kernelgate.coldstart.phases import ColdStart
 from kernelgate.config import Policy, node_target
 from kernelgate.machine import cpuspeed, threads
-from kernelgate.measure import faults, integrity, profile, timing
+from kernelgate.measure import faults, integrity, placement, profile, timing
 from kernelgate.measure import results as measure
 from kernelgate.measure.pipeline import CPU_ROUNDS, CPU_SCHEDULE, GPU_ROUNDS, GPU_SCHEDULE, measure_module
 from kernelgate.models.layers import Layers
@@ -173,9 +173,17 @@ class KernelGate:
         opts = self.state.options
         if opts.slow_layer:  # before capture/compilation, so that graphs and compiled code include it
             slow_down(net, opts.slow_layer, opts.slow_extra_runs)
+        host_input = make_input(spec, self.device)
         with torch.no_grad():
-            runner = execution.prepare(torch, net, spec, self.device, make_input(spec, self.device))
-        return self._run(runner, layers.adding(dict(runner.extra_layers)), spec.id)
+            runner = execution.prepare(torch, net, spec, self.device, host_input)
+
+        def build(copied: Any, copied_input: Any) -> Runner:
+            with torch.no_grad():
+                return execution.prepare(torch, copied, spec, self.device, copied_input)
+
+        placed = spec.mode != "compile" and self.device.startswith("cuda")
+        make = placement.copier(net, host_input, build) if placed else None
+        return self._run(runner, layers.adding(dict(runner.extra_layers)), spec.id, make)
 
     @_fails_alone
     def checkpoint(
@@ -209,9 +217,18 @@ class KernelGate:
         opts = self.state.options
         if opts.slow_layer:
             slow_down(net, opts.slow_layer, opts.slow_extra_runs)
-        return self._run(execution.eager(torch, net, host_input, self.device), layers, name or self.node_name)
 
-    def _run(self, runner: Runner, layers: Layers, bench_id: str) -> Result:
+        def build(copied: Any, copied_input: Any) -> Runner:
+            return execution.eager(torch, copied, copied_input, self.device)
+
+        make = placement.copier(net, host_input, build) if self.device.startswith("cuda") else None
+        return self._run(
+            execution.eager(torch, net, host_input, self.device), layers, name or self.node_name, make
+        )
+
+    def _run(
+        self, runner: Runner, layers: Layers, bench_id: str, make: Callable[[], Runner] | None = None
+    ) -> Result:
         import torch
 
         opts = self.state.options
@@ -219,7 +236,8 @@ class KernelGate:
             threads.for_device(self.device, self.state.config.threads, opts.threads_env, os.environ)[0]
         )
         gpu = self.device.startswith("cuda")
-        step = runner.step
+        # on a GPU, the configuration in several places of its memory (kernelgate.measure.placement)
+        places = placement.Placements(torch, runner, make, placement.PLACEMENTS if gpu else 1)
         trace_path = opts.out_dir / "traces" / f"{safe_name(self.node_name)}.json"
         # the CPU's speed before each timed step, whatever the code (kernelgate.verdict.probespeed)
         probes: list[float] = []
@@ -227,8 +245,10 @@ class KernelGate:
         probe, probe_host = _prober(probes), _prober(probes_host)
 
         with torch.no_grad():
-            for _ in range(3):
-                step()
+            for placed in places.runners():
+                for _ in range(3):
+                    placed.step()
+            step = places.cycle()
             # pytest-benchmark's timing; under pytest-xdist (which switches it off) the gate's own
             rounds = GPU_ROUNDS if gpu else CPU_ROUNDS
             stats = timing.pedantic(
@@ -239,14 +259,24 @@ class KernelGate:
         if opts.iterations:
             schedule = profile.Schedule(schedule.wait, schedule.warmup, opts.iterations)
 
+        def one(placed: Runner, index: int) -> measure.Measurement:
+            if index == 0:  # the first copy's trace is the one kept; its wall, pytest-benchmark's
+                return self._profile(placed, layers, bench_id, schedule, trace_path, wall, probe_host)
+            path = trace_path.with_name(f"{trace_path.stem}.placed{index}.json")
+            try:
+                return self._profile(placed, layers, bench_id, schedule, path, [], probe_host)
+            finally:
+                for done in (path, path.with_name(path.stem + ".eager.json")):
+                    done.unlink(missing_ok=True)
+
         def attempt() -> measure.Measurement:
             probes_host.clear()  # a second attempt times its steps again
-            return self._profile(runner, layers, bench_id, schedule, trace_path, wall, probe_host)
+            return places.measure(one)
 
         result = integrity.measure_reliably(attempt, bench_id)
         if result.reliable and result.throttled:  # one more try before it goes on with a flag
             result = integrity.measure_reliably(attempt, bench_id)
-        result = probed(result, probes, probes_host)
+        result = probed(result, probes, placement.by_step(probes_host, places.count))
         if opts.confirm_out is not None:  # a same-host round: the parent judges
             from kernelgate.plugin.samehost import record_file
 

@@ -1,0 +1,182 @@
+"""A configuration measured in several places of GPU memory (kernelgate.measure.placement), on fakes:
+the records' average, the copies' pools, the turn-taking step pytest-benchmark times."""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from factories import measurement
+
+from kernelgate.measure import placement
+from kernelgate.measure.execution import Runner
+from kernelgate.measure.integrity import check_record
+from kernelgate.measure.results import Dist, LayerStat
+
+
+def test_each_iteration_is_the_mean_of_the_copies() -> None:
+    # one layer at two levels, as on the H200: 116.5 µs in one place, 124.5 µs in another; model.23's
+    # work is one kernel in the first copy, another in the second (each counts 0 where it is absent)
+    a = measurement(
+        {"model.22": [116.4, 116.5, 116.6], "model.23": [300.0] * 3},
+        {"model.22.cv2 :: gemm": [116.4, 116.5, 116.6], "model.23.x :: add": [300.0] * 3},
+        total=[416.4, 416.5, 416.6],
+        wall=[9.0, 9.1, 9.2],
+    )
+    b = measurement(
+        {"model.22": [124.6, 124.5, 124.4], "model.23": [302.0] * 3},
+        {"model.22.cv2 :: gemm": [124.6, 124.5, 124.4], "model.23.x :: mul": [302.0] * 3},
+        total=[426.6, 426.5, 426.4],
+        wall=[1.0, 1.0, 1.0],
+    )
+    a = dataclasses.replace(a, host_layers=(LayerStat("model.22", "Conv", Dist((10.0, 12.0, 14.0))),))
+    b = dataclasses.replace(b, host_layers=(LayerStat("model.22", "Conv", Dist((20.0, 22.0, 24.0))),))
+    got = placement.averaged([a, b])
+    layers = {lay.name: lay.time for lay in got.layers}
+    assert layers["model.22"].samples == pytest.approx((120.5, 120.5, 120.5))
+    assert layers["model.22"].rounds == ()  # one process: no rounds
+    assert layers["model.23"].median == pytest.approx(301.0)
+    kernels = {k.key: k.time for k in got.kernels}
+    assert kernels["model.22.cv2 :: gemm"].median == pytest.approx(120.5)
+    assert kernels["model.23.x :: add"].median == pytest.approx(150.0)
+    assert kernels["model.23.x :: mul"].median == pytest.approx(151.0)
+    assert got.total.samples == pytest.approx((421.5, 421.5, 421.5))
+    assert got.host_layers[0].time.samples == pytest.approx((15.0, 17.0, 19.0))
+    assert got.wall == a.wall and got.iterations == 3  # the latency: pytest-benchmark's, in the first
+    assert not check_record(got)  # layers and kernels still add up to the total, iteration by iteration
+
+
+def test_a_median_of_the_copies_would_jump_between_levels() -> None:
+    # three copies at 116.5, two at 124.5: pooled, the median is the lower level; the mean sits between
+    low, high = measurement({"model.22": 116.5}), measurement({"model.22": 124.5})
+    got = placement.averaged([low, high, low, high, low])
+    assert got.layers[0].time.median == pytest.approx(119.7)
+    assert placement.averaged([low]) is low
+
+
+def test_copies_that_do_not_line_up_are_refused() -> None:
+    a, b = measurement({"model.0": [1.0, 2.0, 3.0]}), measurement({"model.0": [1.0, 2.0]})
+    with pytest.raises(ValueError, match="do not line up"):
+        placement.averaged([a, b])
+
+
+def test_probes_are_averaged_step_by_step() -> None:
+    assert placement.by_step([1.0, 2.0, 3.0, 5.0, 6.0, 7.0], 2) == pytest.approx([3.0, 4.0, 5.0])
+    assert placement.by_step([1.0, 2.0, 3.0], 2) == [1.0, 2.0, 3.0]  # uneven: as they are
+    assert placement.by_step([1.0, 2.0], 1) == [1.0, 2.0]
+
+
+class FakeCuda:
+    """torch.cuda's pools: which pool is active, and every allocation with the pool it came from."""
+
+    def __init__(self) -> None:
+        self.active: list[object] = []
+        self.allocations: list[tuple[object | None, int]] = []
+
+    class MemPool:
+        pass
+
+    @contextlib.contextmanager
+    def use_mem_pool(self, pool: object) -> Iterator[None]:
+        self.active.append(pool)
+        try:
+            yield
+        finally:
+            self.active.pop()
+
+    def pool(self) -> object | None:
+        return self.active[-1] if self.active else None
+
+
+class FakeTorch:
+    uint8 = "uint8"
+
+    def __init__(self) -> None:
+        self.cuda = FakeCuda()
+
+    def empty(self, size: int, dtype: str, device: str) -> tuple[str, int]:
+        self.cuda.allocations.append((self.cuda.pool(), size))
+        return ("pad", size)
+
+
+def _runner(
+    torch: FakeTorch, log: list[tuple[str, object | None]], name: str, reference: bool = False
+) -> Runner:
+    def step() -> None:
+        log.append((name, torch.cuda.pool()))
+
+    def ref() -> None:
+        log.append((name + " reference", torch.cuda.pool()))
+
+    return Runner(step, net=name, reference=ref if reference else None)
+
+
+def test_each_copy_is_made_and_stepped_in_a_pool_of_its_own() -> None:
+    torch = FakeTorch()
+    log: list[tuple[str, object | None]] = []
+    made: list[object | None] = []
+
+    def make() -> Runner:
+        made.append(torch.cuda.pool())
+        return _runner(torch, log, f"copy {len(made)}", reference=True)
+
+    places = placement.Placements(torch, _runner(torch, log, "first"), make, 3)
+    runners = places.runners()
+    assert len(runners) == 3 and places.runners() == runners  # made once
+    assert made[0] is not None and made[1] is not None and made[0] is not made[1]
+    # pads of other sizes in each copy's pool, before its copy
+    assert [size for pool, size in torch.cuda.allocations if pool is made[1]] == [
+        2 * placement.SMALL_PAD,
+        2 * placement.LARGE_PAD,
+    ]
+    for runner in runners:
+        runner.step()
+    runners[2].reference()  # type: ignore[misc]
+    assert log == [("first", None), ("copy 1", made[0]), ("copy 2", made[1]), ("copy 2 reference", made[1])]
+    log.clear()
+    step = places.cycle()
+    for _ in range(5):
+        step()
+    assert [name for name, _ in log] == ["first", "copy 1", "copy 2", "first", "copy 1"]
+
+
+def test_without_a_copier_or_pools_it_is_measured_in_one_place() -> None:
+    torch = FakeTorch()
+    log: list[tuple[str, object | None]] = []
+    first = _runner(torch, log, "first")
+    alone = placement.Placements(torch, first, None, 4)
+    assert alone.count == 1 and alone.runners() == [first]
+    no_pools: Any = type("NoPools", (), {"cuda": object()})()  # a torch without torch.cuda.MemPool
+    assert placement.Placements(no_pools, first, lambda: _runner(torch, log, "copy"), 4).count == 1
+
+
+def test_measure_averages_the_copies_in_order() -> None:
+    torch = FakeTorch()
+    log: list[tuple[str, object | None]] = []
+    places = placement.Placements(torch, _runner(torch, log, "first"), lambda: _runner(torch, log, "copy"), 2)
+    seen: list[int] = []
+
+    def one(runner: Runner, index: int) -> Any:
+        seen.append(index)
+        return measurement({"model.0": 10.0 + 10 * index})
+
+    assert places.measure(one).layers[0].time.median == pytest.approx(15.0)
+    assert seen == [0, 1]
+
+
+def test_a_module_that_cannot_be_copied_gets_no_copier() -> None:
+    class Unpicklable:
+        def __deepcopy__(self, memo: dict[int, Any]) -> Any:
+            raise TypeError("cannot copy a handle")
+
+    assert placement.copier(Unpicklable(), None, lambda net, x: Runner(lambda: None, net)) is None
+
+    class Input:
+        def clone(self) -> str:
+            return "cloned input"
+
+    make = placement.copier({"w": [1, 2]}, Input(), lambda net, x: Runner(lambda: None, (net, x)))
+    assert make is not None and make().net == ({"w": [1, 2]}, "cloned input")
