@@ -22,7 +22,7 @@ from typing import Any
 
 import torch
 
-from kernelgate.measure import execution, placement
+from kernelgate.measure import execution, placement, profile
 from kernelgate.measure.pipeline import GPU_SCHEDULE, measure_module
 from kernelgate.measure.results import Measurement
 from kernelgate.models.yolo import YoloSpec, build_detection_model, layers_of, make_input
@@ -36,17 +36,13 @@ def medians(m: Measurement) -> dict[str, float]:
     return out
 
 
-def one(runner: execution.Runner, layers: Any, name: str, path: Path) -> Measurement:
+def one(
+    runner: execution.Runner, layers: Any, name: str, path: Path, active: int = GPU_SCHEDULE.active
+) -> Measurement:
+    schedule = profile.Schedule(GPU_SCHEDULE.wait, GPU_SCHEDULE.warmup, active)
     with torch.no_grad():
         return measure_module(
-            torch,
-            runner,
-            layers,
-            bench_id=name,
-            device=DEV,
-            schedule=GPU_SCHEDULE,
-            wall_us=[],
-            trace_path=path,
+            torch, runner, layers, bench_id=name, device=DEV, schedule=schedule, wall_us=[], trace_path=path
         )
 
 
@@ -76,29 +72,20 @@ def histories(spec: YoloSpec, n: int, tmp: Path, keep: list[Any]) -> list[dict[s
         keep.append(torch.empty(h * 7 * 2**20 + h * 12 * 1024 + 512, dtype=torch.uint8, device=DEV))
         runner, layers, net, host_input = build(spec)
 
-        def made(copied: Any, copied_input: Any, spec: YoloSpec = spec) -> execution.Runner:
+        def made(copied: Any, spec: YoloSpec = spec, host_input: Any = host_input) -> execution.Runner:
             with torch.no_grad():
-                return execution.prepare(torch, copied, spec, DEV, copied_input)
+                return execution.prepare(torch, copied, spec, DEV, host_input)
 
-        places = placement.Placements(
-            torch, runner, placement.copier(net, host_input, made), placement.PLACEMENTS
-        )
+        places = placement.Placements(torch, runner, placement.copier(net, made), placement.PLACEMENTS)
         keep.append(places)
-        singles: list[Measurement] = []
-
-        def each(
-            r: execution.Runner, i: int, layers: Any = layers, singles: list[Measurement] = singles
-        ) -> Measurement:
-            m = one(r, layers, spec.id, tmp / f"t{i}.json")
-            singles.append(m)
-            return m
-
+        alone = one(runner, layers, spec.id, tmp / "t.json")
         with torch.no_grad():
             for r in places.runners():
                 r.step()
-        avg = places.measure(each)
-        rows.append({"history": h, "one": medians(singles[0]), "placed": medians(avg),
-                     "copies": [medians(m) for m in singles]})  # fmt: skip
+        found = one(places.runner(), layers, spec.id, tmp / "p.json", placement.ITERATIONS * places.count)
+        rows.append(
+            {"history": h, "one": medians(alone), "placed": medians(placement.averaged(found, places.count))}
+        )
     return rows
 
 

@@ -17,24 +17,24 @@ from kernelgate.measure.integrity import check_record
 from kernelgate.measure.results import Dist, LayerStat
 
 
-def test_each_iteration_is_the_mean_of_the_copies() -> None:
-    # one layer at two levels, as on the H200: 116.5 µs in one place, 124.5 µs in another; model.23's
-    # work is one kernel in the first copy, another in the second (each counts 0 where it is absent)
-    a = measurement(
-        {"model.22": [116.4, 116.5, 116.6], "model.23": [300.0] * 3},
-        {"model.22.cv2 :: gemm": [116.4, 116.5, 116.6], "model.23.x :: add": [300.0] * 3},
-        total=[416.4, 416.5, 416.6],
-        wall=[9.0, 9.1, 9.2],
+def test_each_iteration_is_the_mean_of_one_step_of_each_copy() -> None:
+    # two copies in turn: one layer at two levels, as on the H200 (116.5 µs in one place, 124.5 µs in
+    # the other); model.23's work is one kernel in the first copy, another in the second (each counts 0
+    # in the steps of the copy without it, as a record has it)
+    m = measurement(
+        {"model.22": [116.4, 124.6, 116.5, 124.5, 116.6, 124.4], "model.23": [300.0, 302.0] * 3},
+        {
+            "model.22.cv2 :: gemm": [116.4, 124.6, 116.5, 124.5, 116.6, 124.4],
+            "model.23.x :: add": [300.0, 0.0] * 3,
+            "model.23.x :: mul": [0.0, 302.0] * 3,
+        },
+        total=[416.4, 426.6, 416.5, 426.5, 416.6, 426.4],
+        wall=[9.0, 9.1, 9.2, 1.0],
     )
-    b = measurement(
-        {"model.22": [124.6, 124.5, 124.4], "model.23": [302.0] * 3},
-        {"model.22.cv2 :: gemm": [124.6, 124.5, 124.4], "model.23.x :: mul": [302.0] * 3},
-        total=[426.6, 426.5, 426.4],
-        wall=[1.0, 1.0, 1.0],
+    m = dataclasses.replace(
+        m, host_layers=(LayerStat("model.22", "Conv", Dist((10.0, 20.0, 12.0, 22.0, 14.0, 24.0))),)
     )
-    a = dataclasses.replace(a, host_layers=(LayerStat("model.22", "Conv", Dist((10.0, 12.0, 14.0))),))
-    b = dataclasses.replace(b, host_layers=(LayerStat("model.22", "Conv", Dist((20.0, 22.0, 24.0))),))
-    got = placement.averaged([a, b])
+    got = placement.averaged(m, 2)
     layers = {lay.name: lay.time for lay in got.layers}
     assert layers["model.22"].samples == pytest.approx((120.5, 120.5, 120.5))
     assert layers["model.22"].rounds == ()  # one process: no rounds
@@ -45,26 +45,26 @@ def test_each_iteration_is_the_mean_of_the_copies() -> None:
     assert kernels["model.23.x :: mul"].median == pytest.approx(151.0)
     assert got.total.samples == pytest.approx((421.5, 421.5, 421.5))
     assert got.host_layers[0].time.samples == pytest.approx((15.0, 17.0, 19.0))
-    assert got.wall == a.wall and got.iterations == 3  # the latency: pytest-benchmark's, in the first
+    assert got.wall == m.wall and got.iterations == 3  # the latency: pytest-benchmark's of the copies
     assert not check_record(got)  # layers and kernels still add up to the total, iteration by iteration
 
 
-def test_a_median_of_the_copies_would_jump_between_levels() -> None:
+def test_a_pooled_median_would_jump_between_levels() -> None:
     # three copies at 116.5, two at 124.5: pooled, the median is the lower level; the mean sits between
-    low, high = measurement({"model.22": 116.5}), measurement({"model.22": 124.5})
-    got = placement.averaged([low, high, low, high, low])
-    assert got.layers[0].time.median == pytest.approx(119.7)
-    assert placement.averaged([low]) is low
+    steps = [116.5, 124.5, 116.5, 124.5, 116.5] * 2
+    m = measurement({"model.22": steps}, total=steps)
+    assert m.layers[0].time.median == pytest.approx(116.5)
+    assert placement.averaged(m, 5).layers[0].time.median == pytest.approx(119.7)
+    assert placement.averaged(m, 1) is m
 
 
-def test_copies_that_do_not_line_up_are_refused() -> None:
-    a, b = measurement({"model.0": [1.0, 2.0, 3.0]}), measurement({"model.0": [1.0, 2.0]})
-    with pytest.raises(ValueError, match="do not line up"):
-        placement.averaged([a, b])
+def test_a_record_that_lost_a_step_is_left_as_it_is() -> None:
+    m = measurement({"model.0": [1.0, 2.0, 3.0]}, total=[1.0, 2.0, 3.0])
+    assert placement.averaged(m, 2) is m
 
 
 def test_probes_are_averaged_step_by_step() -> None:
-    assert placement.by_step([1.0, 2.0, 3.0, 5.0, 6.0, 7.0], 2) == pytest.approx([3.0, 4.0, 5.0])
+    assert placement.by_step([1.0, 5.0, 2.0, 6.0, 3.0, 7.0], 2) == pytest.approx([3.0, 4.0, 5.0])
     assert placement.by_step([1.0, 2.0, 3.0], 2) == [1.0, 2.0, 3.0]  # uneven: as they are
     assert placement.by_step([1.0, 2.0], 1) == [1.0, 2.0]
 
@@ -153,30 +153,46 @@ def test_without_a_copier_or_pools_it_is_measured_in_one_place() -> None:
     assert placement.Placements(no_pools, first, lambda: _runner(torch, log, "copy"), 4).count == 1
 
 
-def test_measure_averages_the_copies_in_order() -> None:
+class Net:
+    """A net's ``named_modules``: its root (named "") and its submodules."""
+
+    def __init__(self, tag: str) -> None:
+        self.modules = [("", f"{tag} root"), ("model.0", f"{tag} conv"), ("model.0.act", "shared act")]
+
+    def named_modules(self, prefix: str = "", remove_duplicate: bool = True) -> Any:
+        return iter(self.modules)
+
+
+def test_the_copies_run_as_one_runner_with_every_copy_hooked() -> None:
     torch = FakeTorch()
     log: list[tuple[str, object | None]] = []
-    places = placement.Placements(torch, _runner(torch, log, "first"), lambda: _runner(torch, log, "copy"), 2)
-    seen: list[int] = []
+    first = dataclasses.replace(_runner(torch, log, "first"), net=Net("first"))
+    copies = iter([Net("second"), Net("third")])
 
-    def one(runner: Runner, index: int) -> Any:
-        seen.append(index)
-        return measurement({"model.0": 10.0 + 10 * index})
+    def make() -> Runner:
+        return dataclasses.replace(_runner(torch, log, "copy"), net=next(copies))
 
-    assert places.measure(one).layers[0].time.median == pytest.approx(15.0)
-    assert seen == [0, 1]
+    places = placement.Placements(torch, first, make, 3)
+    one = places.runner()
+    assert one.hook_step and one.reference is None
+    # the profiler's ranges and the host clock's hooks go on every copy's submodules, roots left out
+    assert [m for _, m in one.net.named_modules()] == [
+        "first conv", "shared act", "second conv", "shared act", "third conv", "shared act",
+    ]  # fmt: skip
+    for _ in range(4):
+        one.step()
+    assert [name for name, _ in log] == ["first", "copy", "copy", "first"]
+    assert placement.Placements(torch, first, None, 3).runner() is first
 
 
 def test_a_module_that_cannot_be_copied_gets_no_copier() -> None:
-    class Unpicklable:
+    class Uncopyable:
         def __deepcopy__(self, memo: dict[int, Any]) -> Any:
             raise TypeError("cannot copy a handle")
 
-    assert placement.copier(Unpicklable(), None, lambda net, x: Runner(lambda: None, net)) is None
-
-    class Input:
-        def clone(self) -> str:
-            return "cloned input"
-
-    make = placement.copier({"w": [1, 2]}, Input(), lambda net, x: Runner(lambda: None, (net, x)))
-    assert make is not None and make().net == ({"w": [1, 2]}, "cloned input")
+    assert placement.copier(Uncopyable(), lambda net: Runner(lambda: None, net)) is None
+    net = {"w": [1, 2]}
+    make = placement.copier(net, lambda copied: Runner(lambda: None, copied))
+    assert make is not None
+    made = make().net
+    assert made == net and made is not net and made["w"] is not net["w"]

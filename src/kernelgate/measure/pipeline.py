@@ -17,9 +17,7 @@ from kernelgate.models.layers import Layers
 if TYPE_CHECKING:
     from kernelgate.measure.execution import Runner
 
-# a GPU configuration's record: 8 profiled iterations in each of its placements (4 copies:
-# kernelgate.measure.placement), iteration i averaged over them; 20 in one place before.
-GPU_SCHEDULE = profile.Schedule(wait=1, warmup=2, active=8)
+GPU_SCHEDULE = profile.Schedule(wait=1, warmup=2, active=20)
 
 
 CPU_SCHEDULE = profile.Schedule(wait=1, warmup=1, active=5)

@@ -9,13 +9,14 @@ configurations measured before it, a judge's child against the screen's process)
 one of a few levels per process, 2-7 % apart, against a 2.5 % layer threshold: the neighbour effect
 and the levels per process of docs/sensitivity.md.
 
-So on a GPU each eager and CUDA-graph configuration is measured in :data:`PLACEMENTS` copies (the
-first as built, each further one a ``copy.deepcopy`` with its input, in a ``torch.cuda.MemPool`` of its
-own behind pads of its own sizes, and every step of a copy runs with its pool active, so that its
-activations stay there too), and iteration *i* of the record is the mean of iteration *i* of every
-copy: each sample, and so each median, is the mean over the placements. Means, not a pooled median:
-a layer at two levels (116.5 or 124.5 µs) has a pooled median at one of them, chosen by which level
-got three copies of five; the mean moves by an eighth of the gap a copy.
+So on a GPU each eager and CUDA-graph configuration is measured in :data:`PLACEMENTS` copies: the
+first as built, each further one a ``copy.deepcopy`` in a ``torch.cuda.MemPool`` of its own behind pads
+of its own sizes, every step of a copy run with its pool active (its activations stay there too). The
+timed and profiled step is each copy's in turn, in one profiler session (its fixed cost once, as
+before), and the record's iteration *i* is the mean of the *i*-th group of consecutive steps, one
+step of each copy: each sample, and so each median, is the mean over the placements. Means, not a
+pooled median: a layer at two levels (116.5 or 124.5 µs) has a pooled median at one of them, chosen
+by which level got three copies of five; the mean moves by a fifth of the gap a copy.
 
 Not placed: the CPU (no GPU memory), ``torch.compile`` (a copy compiles again) and a module that
 ``copy.deepcopy`` cannot copy (measured once, as before).
@@ -26,14 +27,15 @@ from __future__ import annotations
 import copy
 import dataclasses
 import statistics
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from kernelgate.measure.execution import Runner
-from kernelgate.measure.results import Dist, LayerStat, Measurement, combine
+from kernelgate.measure.results import Dist, Measurement
 
 PLACEMENTS = 4
+ITERATIONS = 6  # iterations of a placed record: 24 profiled steps, as many as one place had 20 of
 SMALL_PAD = 4608  # bytes a copy: shifts the small-block segments (allocations under 1 MiB)
 LARGE_PAD = (3 << 20) + 36 * 1024  # bytes a copy: shifts the large-block segments
 
@@ -102,60 +104,80 @@ class Placements:
 
         return step
 
-    def measure(self, one: Callable[[Runner, int], Measurement]) -> Measurement:
-        """``one(runner, index)`` for each copy, averaged (:func:`averaged`)."""
-        return averaged([one(runner, i) for i, runner in enumerate(self.runners())])
+    def runner(self) -> Runner:
+        """The copies as one runner: each copy's step in turn, the profiler's ranges on every copy
+        (a CUDA-graph replay's kernels are named after the first copy's eager pass)."""
+        runners = self.runners()
+        if len(runners) == 1:
+            return runners[0]
+        return dataclasses.replace(runners[0], step=self.cycle(), net=Copies([r.net for r in runners]))
 
 
-def copier(net: Any, host_input: Any, build: Callable[[Any, Any], Runner]) -> Callable[[], Runner] | None:
-    """A ``make`` for :class:`Placements`: ``build(copy of net, copy of host_input)``; None where the
-    net cannot be copied (then it is measured in one place)."""
+class Copies:
+    """Several copies of a net as one for the profiler's and the host clock's forward hooks: every
+    named submodule of every copy (the copies' own roots left out, as a net's root is)."""
+
+    def __init__(self, nets: Sequence[Any]) -> None:
+        self.nets = list(nets)
+
+    def named_modules(
+        self, memo: Any = None, prefix: str = "", remove_duplicate: bool = True
+    ) -> Iterator[Any]:
+        for net in self.nets:
+            for name, module in net.named_modules(prefix=prefix, remove_duplicate=remove_duplicate):
+                if name:
+                    yield name, module
+
+
+def copier(net: Any, build: Callable[[Any], Runner]) -> Callable[[], Runner] | None:
+    """A ``make`` for :class:`Placements`: ``build(a copy of net)``, with the configuration's own input
+    (host memory, pinned: each step copies it into the copy's pool; a clone would not be pinned, and
+    its copy took 170-210 µs instead of 47 on the H200); None where the net cannot be copied (then it
+    is measured in one place)."""
     try:
         copy.deepcopy(net)
     except Exception:  # any module may refuse a copy: then it is measured as it is
         return None
 
     def make() -> Runner:
-        return build(copy.deepcopy(net), host_input.clone())
+        return build(copy.deepcopy(net))
 
     return make
 
 
 def _mean(dist: Dist, count: int) -> Dist:
-    parts = dist.round_samples()
-    if len(parts) != count or len({len(p) for p in parts}) != 1:
-        raise ValueError(f"{count} placements do not line up: samples {[len(p) for p in parts]}")
-    return Dist(tuple(statistics.fmean(column) for column in zip(*parts, strict=True)))
+    if dist.n % count:
+        raise ValueError(f"{dist.n} samples do not split into steps of {count} placements")
+    values = dist.samples
+    return Dist(tuple(statistics.fmean(values[i : i + count]) for i in range(0, len(values), count)))
 
 
-def averaged(results: Sequence[Measurement]) -> Measurement:
-    """One record from the records of the copies: iteration *i* of each layer, kernel, host layer,
-    total and busy time is the mean of iteration *i* of every copy (a copy without a kernel counts 0);
-    the latency, the probes, the environment and the host are the first copy's (pytest-benchmark timed
-    all copies in turn in the first one's ``wall``); every copy's GPU state and reasons are kept."""
-    if len(results) == 1:
-        return results[0]
-    first, k = results[0], len(results)
-    both = combine([dataclasses.replace(m, hosts=()) for m in results])
+def averaged(m: Measurement, count: int) -> Measurement:
+    """The record of ``count`` copies measured in turn (:meth:`Placements.runner`), each group of
+    ``count`` consecutive iterations (one of each copy) averaged into one: total, busy, every layer,
+    kernel and host layer (a kernel a copy did not launch counted 0 there, as the record has it). The
+    latency stays pytest-benchmark's samples of the copies in turn. A record whose iterations do not
+    split into such groups (a profile that lost a step: unreliable already) is returned as it is."""
+    if count < 2 or m.iterations % count:
+        return m
+
+    def each(stats: tuple[Any, ...]) -> tuple[Any, ...]:
+        return tuple(dataclasses.replace(stat, time=_mean(stat.time, count)) for stat in stats)
+
     return dataclasses.replace(
-        both,
-        iterations=first.iterations,
-        total=_mean(both.total, k),
-        busy=_mean(both.busy, k),
-        wall=first.wall,
-        layers=tuple(LayerStat(lay.name, lay.type, _mean(lay.time, k)) for lay in both.layers),
-        kernels=tuple(dataclasses.replace(kern, time=_mean(kern.time, k)) for kern in both.kernels),
-        host_layers=tuple(LayerStat(lay.name, lay.type, _mean(lay.time, k)) for lay in both.host_layers),
-        hosts=first.hosts,
-        cpu_probe=first.cpu_probe,
-        cpu_probe_host=first.cpu_probe_host,
+        m,
+        iterations=m.iterations // count,
+        total=_mean(m.total, count),
+        busy=_mean(m.busy, count),
+        layers=each(m.layers),
+        kernels=each(m.kernels),
+        host_layers=each(m.host_layers),
     )
 
 
 def by_step(values: Sequence[float], count: int) -> list[float]:
-    """Per-step values taken copy after copy (``count`` copies, the same steps each), averaged per step;
+    """Per-step values of the copies in turn, averaged over each group of ``count`` consecutive steps;
     ``values`` as they are where they do not split evenly."""
     if count < 2 or not values or len(values) % count:
         return list(values)
-    n = len(values) // count
-    return [statistics.fmean(values[i + c * n] for c in range(count)) for i in range(n)]
+    return [statistics.fmean(values[i : i + count]) for i in range(0, len(values), count)]

@@ -177,12 +177,12 @@ class KernelGate:
         with torch.no_grad():
             runner = execution.prepare(torch, net, spec, self.device, host_input)
 
-        def build(copied: Any, copied_input: Any) -> Runner:
+        def build(copied: Any) -> Runner:
             with torch.no_grad():
-                return execution.prepare(torch, copied, spec, self.device, copied_input)
+                return execution.prepare(torch, copied, spec, self.device, host_input)
 
         placed = spec.mode != "compile" and self.device.startswith("cuda")
-        make = placement.copier(net, host_input, build) if placed else None
+        make = placement.copier(net, build) if placed else None
         return self._run(runner, layers.adding(dict(runner.extra_layers)), spec.id, make)
 
     @_fails_alone
@@ -218,10 +218,10 @@ class KernelGate:
         if opts.slow_layer:
             slow_down(net, opts.slow_layer, opts.slow_extra_runs)
 
-        def build(copied: Any, copied_input: Any) -> Runner:
-            return execution.eager(torch, copied, copied_input, self.device)
+        def build(copied: Any) -> Runner:
+            return execution.eager(torch, copied, host_input, self.device)
 
-        make = placement.copier(net, host_input, build) if self.device.startswith("cuda") else None
+        make = placement.copier(net, build) if self.device.startswith("cuda") else None
         return self._run(
             execution.eager(torch, net, host_input, self.device), layers, name or self.node_name, make
         )
@@ -245,9 +245,9 @@ class KernelGate:
         probe, probe_host = _prober(probes), _prober(probes_host)
 
         with torch.no_grad():
-            for placed in places.runners():
+            for each in places.runners():
                 for _ in range(3):
-                    placed.step()
+                    each.step()
             step = places.cycle()
             # pytest-benchmark's timing; under pytest-xdist (which switches it off) the gate's own
             rounds = GPU_ROUNDS if gpu else CPU_ROUNDS
@@ -256,22 +256,15 @@ class KernelGate:
             )
             wall = [1e6 * t for t in stats.stats.data] if stats else []
         schedule = GPU_SCHEDULE if gpu else CPU_SCHEDULE
-        if opts.iterations:
-            schedule = profile.Schedule(schedule.wait, schedule.warmup, opts.iterations)
-
-        def one(placed: Runner, index: int) -> measure.Measurement:
-            if index == 0:  # the first copy's trace is the one kept; its wall, pytest-benchmark's
-                return self._profile(placed, layers, bench_id, schedule, trace_path, wall, probe_host)
-            path = trace_path.with_name(f"{trace_path.stem}.placed{index}.json")
-            try:
-                return self._profile(placed, layers, bench_id, schedule, path, [], probe_host)
-            finally:
-                for done in (path, path.with_name(path.stem + ".eager.json")):
-                    done.unlink(missing_ok=True)
+        # the record's iterations, each (on a GPU) the mean of one step of each placement
+        per = opts.iterations or (placement.ITERATIONS if places.count > 1 else schedule.active)
+        schedule = profile.Schedule(schedule.wait, schedule.warmup, per * places.count)
+        placed = places.runner()
 
         def attempt() -> measure.Measurement:
             probes_host.clear()  # a second attempt times its steps again
-            return places.measure(one)
+            found = self._profile(placed, layers, bench_id, schedule, trace_path, wall, probe_host)
+            return placement.averaged(found, places.count)
 
         result = integrity.measure_reliably(attempt, bench_id)
         if result.reliable and result.throttled:  # one more try before it goes on with a flag
