@@ -6,15 +6,22 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
-from factories import measurement
+from factories import ARCH, META, V8, entry, measurement
 
+from kernelgate.baseline import store
+from kernelgate.baseline.store import FILE_NAME, BaselineError
+from kernelgate.config import GateConfig
 from kernelgate.measure import placement
 from kernelgate.measure.execution import Runner
 from kernelgate.measure.integrity import check_record
-from kernelgate.measure.results import Dist, LayerStat
+from kernelgate.measure.results import Dist, LayerStat, Measurement, combine
+from kernelgate.verdict import yardstick
+from kernelgate.verdict.compare import compare
+from kernelgate.verdict.samehost import Outcome, decide
 
 
 def test_each_iteration_is_the_mean_of_one_step_of_each_copy() -> None:
@@ -196,3 +203,54 @@ def test_a_module_that_cannot_be_copied_gets_no_copier() -> None:
     assert make is not None
     made = make().net
     assert made == net and made is not net and made["w"] is not net["w"]
+
+
+# --- records of two methods are not compared, not combined ------------------------------------------
+
+
+def placed(m: Measurement, count: int = 4) -> Measurement:
+    return dataclasses.replace(m, placements=count)
+
+
+def test_placements_survive_json_and_older_records_read_as_one_place() -> None:
+    one = measurement({"model.0": 10.0})
+    assert "placements" not in one.to_json()  # records of one place stay as they were written
+    assert Measurement.from_json(one.to_json()).placements == 1
+    assert Measurement.from_json(placed(one).to_json()).placements == 4
+    assert combine([placed(one), placed(one)]).placements == 4
+    with pytest.raises(ValueError, match="do not combine"):
+        combine([one, placed(one)])
+
+
+def test_a_baseline_of_one_place_is_no_yardstick_for_four() -> None:
+    one = measurement({"model.0": 100.0}, {"model.0.conv :: gemm": 100.0}, total=100.0)
+    problems = yardstick.pair_problems(entry(V8, one), placed(one), GateConfig())
+    assert len(problems) == 1 and "1 and 4 places of GPU memory" in problems[0]
+    assert yardstick.pair_problems(entry(V8, placed(one)), placed(one), GateConfig()) == []
+
+
+def test_a_round_of_another_method_is_not_appended(tmp_path: Path) -> None:
+    path = tmp_path / ARCH / FILE_NAME
+    one = measurement({"model.0": 100.0}, total=100.0)
+    store.save(path, [entry(V8, one)], arch=ARCH, **META)
+    before = path.read_text()
+    with pytest.raises(
+        BaselineError, match=r"measured in 1 place\(s\) of GPU memory, this round in 4"
+    ) as info:
+        store.save(path, [entry(V8, placed(one))], arch=ARCH, append=True, **META)
+    assert "kernelgate record --rounds 3" in str(info.value) and "without --kernelgate-append" in str(
+        info.value
+    )
+    assert path.read_text() == before
+
+
+def test_the_judge_does_not_compare_a_base_of_another_method() -> None:
+    one = measurement({"model.0": 100.0}, total=100.0)
+    head = [placed(measurement({"model.0": 103.0}, total=103.0))] * 3
+    screen = compare(placed(one), head[0], GateConfig())
+    decision = decide(screen, placed(one), [one] * 3, head, GateConfig())
+    assert decision is not None and decision.outcome is Outcome.INCONCLUSIVE
+    assert "base and head were measured in 1 and 4 places" in decision.reason
+    assert (
+        decide(screen, placed(one), [placed(one)] * 3, head, GateConfig()).outcome is not Outcome.INCONCLUSIVE
+    )  # type: ignore[union-attr]

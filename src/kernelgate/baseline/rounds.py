@@ -17,6 +17,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from kernelgate.baseline.errors import BaselineError
 from kernelgate.config import HOST_COUPLED, GateConfig, Scope, append_command, record_rounds_command
 from kernelgate.measure.results import Dist, Measurement
 from kernelgate.units import duration
@@ -180,4 +181,16 @@ def other_hosts_note(m: Measurement, disagreeing: Iterable[int]) -> str:
         f"{KEEP_OPTION} '{reason}' (the noise of a verdict comes from the majority of rounds, so a "
         "kept round mutes nothing); or let one host record this baseline, and gate other runners "
         "through the same-host A/B (confirm = true)."
+    )
+
+
+def check_method(old: Measurement, new: Measurement, fullname: str) -> None:
+    """A round appended to a baseline is measured as its rounds were: in as many places of GPU memory
+    (kernelgate.measure.placement), else :class:`BaselineError` with the command that records anew."""
+    if old.placements == new.placements:
+        return
+    raise BaselineError(
+        f"{fullname}: the baseline's rounds were measured in {old.placements} place(s) of GPU memory, this "
+        f"round in {new.placements} (kernelgate.measure.placement): rounds of two methods do not make one "
+        f"baseline. Record it anew, without --kernelgate-append: {record_rounds_command()}"
     )

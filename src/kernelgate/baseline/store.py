@@ -286,6 +286,7 @@ def merge(path: Path, new: Iterable[Entry], arch: str | None = None, append: boo
     for entry in new:
         old = merged.get(entry.fullname)
         if append and old is not None:
+            rounds.check_method(old.measurement, entry.measurement, entry.fullname)
             bench = byhost.merged(old.benchmark, entry.benchmark, _first_host(old))
             entry = Entry(entry.fullname, combine([old.measurement, entry.measurement]), bench)
         else:  # a new entry: its first round's fields are its own

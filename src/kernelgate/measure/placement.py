@@ -172,6 +172,7 @@ def averaged(m: Measurement, count: int) -> Measurement:
         layers=each(m.layers),
         kernels=each(m.kernels),
         host_layers=each(m.host_layers),
+        placements=count,
     )
 
 
@@ -181,3 +182,14 @@ def by_step(values: Sequence[float], count: int) -> list[float]:
     if count < 2 or not values or len(values) % count:
         return list(values)
     return [statistics.fmean(values[i : i + count]) for i in range(0, len(values), count)]
+
+
+def mixed(records: Sequence[Measurement]) -> str:
+    """Why records of several methods (measured in one place, in four) are not compared; '' if one."""
+    places = sorted({m.placements for m in records})
+    if len(places) < 2:
+        return ""
+    return (
+        f"measured in {' and '.join(map(str, places))} places of GPU memory (kernelgate.measure.placement): "
+        "their times differ by the method, not the code"
+    )

@@ -177,6 +177,9 @@ class Measurement:
     # (kernelgate.verdict.probespeed). Optional: records before they existed have none.
     cpu_probe: Dist = field(default_factory=lambda: Dist(()))
     cpu_probe_host: Dist = field(default_factory=lambda: Dist(()))
+    # in how many places of GPU memory each iteration was measured and averaged
+    # (kernelgate.measure.placement); records before placements were measured in one
+    placements: int = 1
 
     @property
     def round_hosts(self) -> tuple[HostFingerprint | None, ...]:
@@ -223,6 +226,7 @@ class Measurement:
             | ({"host_calls": _calls_json(self.host_calls)} if self.host_calls else {})
             | ({"cpu_probe_us": self.cpu_probe.to_json()} if self.cpu_probe.n else {})
             | ({"cpu_probe_host_us": self.cpu_probe_host.to_json()} if self.cpu_probe_host.n else {})
+            | ({"placements": self.placements} if self.placements != 1 else {})
         )
 
     @classmethod
@@ -250,6 +254,7 @@ class Measurement:
             },
             cpu_probe=_optional(data, "cpu_probe_us"),
             cpu_probe_host=_optional(data, "cpu_probe_host_us"),
+            placements=int(data.get("placements", 1)),
         )
 
 
@@ -280,6 +285,10 @@ def combine(rounds: Sequence[Measurement]) -> Measurement:
         raise ValueError("combine() needs at least one measurement")
     if len(rounds) == 1:
         return rounds[0]
+    if len({m.placements for m in rounds}) > 1:
+        raise ValueError(
+            f"rounds measured in {[m.placements for m in rounds]} places of GPU memory do not combine"
+        )
     totals = [m.total for m in rounds]
     layers = _combine_named([{lay.name: lay for lay in m.layers} for m in rounds], totals)
     host_layers = _combine_named([{lay.name: lay for lay in m.host_layers} for m in rounds], totals)
@@ -318,6 +327,7 @@ def combine(rounds: Sequence[Measurement]) -> Measurement:
         # one probe distribution a round, empty for the rounds of a kernelgate before the probe
         cpu_probe=_probes([(m.cpu_probe, m.total) for m in rounds]),
         cpu_probe_host=_probes([(m.cpu_probe_host, m.total) for m in rounds]),
+        placements=first.placements,
     )
 
 

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field, replace
 
 from kernelgate.config import GateConfig, Scope
 from kernelgate.machine import envdiff
+from kernelgate.measure import placement
 from kernelgate.measure.results import Measurement, combine
 from kernelgate.measure.stages import HOST_COUPLED
 from kernelgate.verdict import bimodal, hostspeed, ownrange, probespeed
@@ -175,6 +176,8 @@ def decide(
     n = min(len(base_rounds), len(head_rounds))
     if n < config.confirm_min_rounds:
         return None
+    if mixed := placement.mixed([*base_rounds, *head_rounds]):  # a base of a kernelgate before them
+        return unsettled(screen.benchmark, f"base and head were {mixed}")
     measured = combine(base_rounds[:n]), combine(head_rounds[:n])
     found = judged_ab(*measured, config)
     ab, noise, each, speeds, probes = found.ab, found.noise, found.each, found.speeds, found.probes
