@@ -37,7 +37,11 @@ def medians(m: Measurement) -> dict[str, float]:
 
 
 def one(
-    runner: execution.Runner, layers: Any, name: str, path: Path, active: int = GPU_SCHEDULE.active
+    runner: execution.Runner,
+    layers: Any,
+    name: str,
+    path: Path,
+    active: int = 20,  # one place: 20, as before
 ) -> Measurement:
     schedule = profile.Schedule(GPU_SCHEDULE.wait, GPU_SCHEDULE.warmup, active)
     with torch.no_grad():
@@ -82,7 +86,7 @@ def histories(spec: YoloSpec, n: int, tmp: Path, keep: list[Any]) -> list[dict[s
         with torch.no_grad():
             for r in places.runners():
                 r.step()
-        found = one(places.runner(), layers, spec.id, tmp / "p.json", placement.ITERATIONS * places.count)
+        found = one(places.runner(), layers, spec.id, tmp / "p.json", GPU_SCHEDULE.active)
         rows.append(
             {"history": h, "one": medians(alone), "placed": medians(placement.averaged(found, places.count))}
         )

@@ -17,7 +17,8 @@ from kernelgate.models.layers import Layers
 if TYPE_CHECKING:
     from kernelgate.measure.execution import Runner
 
-GPU_SCHEDULE = profile.Schedule(wait=1, warmup=2, active=20)
+# 24 profiled steps on a GPU: 6 record iterations of 4 placements (kernelgate.measure.placement)
+GPU_SCHEDULE = profile.Schedule(wait=1, warmup=2, active=24)
 
 
 CPU_SCHEDULE = profile.Schedule(wait=1, warmup=1, active=5)

@@ -35,7 +35,6 @@ from kernelgate.measure.execution import Runner
 from kernelgate.measure.results import Dist, Measurement
 
 PLACEMENTS = 4
-ITERATIONS = 6  # iterations of a placed record: 24 profiled steps, as many as one place had 20 of
 SMALL_PAD = 4608  # bytes a copy: shifts the small-block segments (allocations under 1 MiB)
 LARGE_PAD = (3 << 20) + 36 * 1024  # bytes a copy: shifts the large-block segments
 

@@ -182,7 +182,12 @@ def add(parser: pytest.Parser) -> None:
         metavar="MODULE[:N]",
         help="deliberately run MODULE's forward N extra times (default 1), to check that the gate catches it",
     )
-    add("--kernelgate-iterations", type=int, metavar="N", help="profiled iterations per benchmark")
+    add(
+        "--kernelgate-iterations",
+        type=int,
+        metavar="N",
+        help="profiled steps per benchmark (on a GPU its 4 placements take turns: N/4 averaged iterations)",
+    )
     add(
         "--kernelgate-matrix",
         metavar="SET",

@@ -46,9 +46,10 @@ if TYPE_CHECKING:
     from kernelgate.plugin.session import State
 
 HEAD_ONLY_VARIABLES = frozenset({"KERNELGATE_SLOW_PHASE"})
-# profiled iterations per process in a round (the screen profiles 20): the A/B has at least
-# confirm_min_rounds processes a side, and its cost is mostly profiling and reading the traces
-CHILD_ITERATIONS = 10
+# profiled steps per process in a round (the screen profiles 24; on a GPU, 3 iterations of 4
+# placements): the A/B has at least confirm_min_rounds processes a side, and its cost is mostly
+# profiling and reading the traces
+CHILD_ITERATIONS = 12
 COLDSTART_MIN_ROUNDS = 2  # one round in each order
 CHILD_TIMEOUT_S = 1800
 KERNEL = "kernel"
