@@ -120,10 +120,11 @@ def test_the_re_record_pr_describes_what_moved_and_is_updated_on_the_next_run(tm
     body = (tmp_path / "body.md").read_text()
     assert body.startswith("Baselines re-recorded on the self-hosted GPU runners at abc123 by [run 1]")
     assert "### kernelgate baselines: sm90-nvidia-h200" in body
-    # the fixture doubles model.2 of the committed record: about +100 % whichever H200 host recorded it
+    # the fixture doubles model.2 of a record of one place: about +100 % against the committed record,
+    # whichever H200 host recorded it and in one place or four (+96 % against four: 102 -> 201 µs)
     moved = (
         r"\| yolov8n-fp16-bs1-640 \| `model\.2` C2f \| 10\d µs \| 20\d µs "
-        r"\| \+(99|100)\.\d % \(\+\d+\.\d µs\) \| 2\.5 % \|"
+        r"\| \+(9[5-9]|100)\.\d % \(\+\d+\.\d µs\) \| 2\.5 % \|"
     )
     assert re.search(moved, body), body
     assert "Gone: coldstart-yolov8n-fp16-bs1-640-empty, coldstart-yolov8n-fp16-bs1-640-warm" in body
