@@ -254,3 +254,19 @@ def test_the_judge_does_not_compare_a_base_of_another_method() -> None:
     assert (
         decide(screen, placed(one), [placed(one)] * 3, head, GateConfig()).outcome is not Outcome.INCONCLUSIVE
     )  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("arch", ["sm90-nvidia-h200", "sm90-nvidia-h100-80gb-hbm3"])
+def test_the_committed_quick_sets_are_measured_as_the_gate_measures_now(arch: str) -> None:
+    """gate.yml's configurations (the quick set) must be of the current method, or every GPU run is
+    refused; the nightly-only ones may still be of one place (README: Baselines)."""
+    from kernelgate.models import matrix
+
+    repo = Path(__file__).resolve().parents[1]
+    quick = {spec.id for spec in matrix.load(repo / "pyproject.toml").cases(None, True)}
+    records = {
+        e.measurement.benchmark: e.measurement
+        for e in store.load(repo / "baselines" / arch / FILE_NAME).values()
+    }
+    assert quick and quick <= set(records)
+    assert {b: records[b].placements for b in quick} == dict.fromkeys(quick, placement.PLACEMENTS)
