@@ -134,3 +134,16 @@ def test_kernelgate_baseline_migrate_rewrites_a_schema_1_file_with_its_numbers(
     assert baseline.load(path) == before
     assert cli.main(["baseline", "migrate", str(path)]) == 0  # again: the same files
     assert "schema 2 -> 2" in capsys.readouterr().out and baseline.load(path) == before
+
+
+def test_a_diff_says_when_the_files_were_measured_in_other_numbers_of_placements(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    old, new = tmp_path / "old" / ARCH / FILE_NAME, tmp_path / "new" / ARCH / FILE_NAME
+    baseline.save(old, [entry(V8, rounds())], arch=ARCH, **META)
+    baseline.save(new, [entry(V8, dataclasses.replace(rounds(1.03), placements=4))], arch=ARCH, **META)
+    assert cli.main(["baseline", "diff", str(old.parent), str(new.parent), *NO_CONFIG]) == 0
+    assert "Measured in other numbers of places of GPU memory (1 → 4; " in capsys.readouterr().out
+    baseline.save(old, [entry(V8, dataclasses.replace(rounds(), placements=4))], arch=ARCH, **META)
+    assert cli.main(["baseline", "diff", str(old.parent), str(new.parent), *NO_CONFIG]) == 0
+    assert "places of GPU memory" not in capsys.readouterr().out

@@ -75,6 +75,7 @@ class Configuration:
     software: str
     figures: tuple[Figure, ...]
     cold: bool
+    placements: int = 1  # places of GPU memory each iteration was averaged over (measure.placement)
 
     def figure(self, key: str) -> Figure | None:
         return next((f for f in self.figures if f.key == key), None)
@@ -161,6 +162,7 @@ def configuration(bench: Mapping[str, Any]) -> Configuration:
         software=_software(record.get("environment") or {}),
         figures=tuple(figures),
         cold=isinstance(cold, Mapping),
+        placements=int(record.get("placements", 1)),
     )
 
 
