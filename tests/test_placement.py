@@ -68,6 +68,11 @@ def test_a_pooled_median_would_jump_between_levels() -> None:
 def test_a_record_that_lost_a_step_is_left_as_it_is() -> None:
     m = measurement({"model.0": [1.0, 2.0, 3.0]}, total=[1.0, 2.0, 3.0])
     assert placement.averaged(m, 2) is m
+    # a figure of another sample count (host times of another number of steps): not averaged either
+    even = measurement({"model.0": [1.0, 2.0]}, total=[1.0, 2.0])
+    odd = dataclasses.replace(even, host_layers=(LayerStat("model.0", "Conv", Dist((1.0, 2.0, 3.0))),))
+    assert placement.averaged(odd, 2) is odd
+    assert placement.averaged(even, 2).iterations == 1
 
 
 def test_probes_are_averaged_step_by_step() -> None:
@@ -270,3 +275,45 @@ def test_the_committed_quick_sets_are_measured_as_the_gate_measures_now(arch: st
     }
     assert quick and quick <= set(records)
     assert {b: records[b].placements for b in quick} == dict.fromkeys(quick, placement.PLACEMENTS)
+
+
+def test_a_slowed_layer_runs_each_copys_own_weights() -> None:
+    import copy
+
+    import torch
+
+    from kernelgate.models.yolo import slow_down
+
+    class Counting(torch.nn.Linear):
+        calls = 0
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            self.calls += 1
+            return super().forward(x)
+
+    net = torch.nn.Sequential(Counting(4, 4), torch.nn.ReLU())
+    with torch.no_grad():
+        net[0].weight.fill_(1.0)
+    slow_down(net, "0", 2)
+    twin = copy.deepcopy(net)
+    x = torch.ones(1, 4)
+    with torch.no_grad():
+        twin[0].weight.zero_()
+        twin[0].bias.zero_()
+        assert float(twin(x).abs().sum()) == 0.0  # the copy's zeroed weights, not the first copy's
+        assert float(net(x).abs().sum()) > 0.0
+    assert twin[0].calls == 3 and net[0].calls == 3  # 1 + 2 extra runs each, each on its own module
+
+
+def test_the_trace_excerpt_of_a_placed_record_is_a_step_of_the_median_group() -> None:
+    from kernelgate.report import trace_store
+
+    steps = [
+        {"ph": "X", "cat": "user_annotation", "name": f"ProfilerStep#{i}", "ts": 100.0 * i, "dur": 90.0}
+        for i in range(12)
+    ]
+    doc = {"traceEvents": steps}
+    # 12 steps, 4 copies in turn, 3 iterations: the median's is the second, its first step is step 4
+    got = trace_store.excerpt(doc, [10.0, 11.0, 30.0])
+    assert got["kernelgate"]["excerpt"] == "iteration 4 of 12 (ProfilerStep#4)"
+    assert trace_store.excerpt(doc, [30.0] * 5)["kernelgate"]["excerpt"].startswith("iteration 6 of 12")

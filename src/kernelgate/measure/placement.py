@@ -29,10 +29,12 @@ import dataclasses
 import statistics
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from kernelgate.measure.execution import Runner
 from kernelgate.measure.results import Dist, Measurement
+
+if TYPE_CHECKING:  # the verdict stage reads mixed() without the execution stage's imports
+    from kernelgate.measure.execution import Runner
 
 PLACEMENTS = 4
 SMALL_PAD = 4608  # bytes a copy: shifts the small-block segments (allocations under 1 MiB)
@@ -65,7 +67,8 @@ class Placements:
     def __init__(self, torch: Any, first: Runner, make: Callable[[], Runner] | None, count: int) -> None:
         self.torch = torch
         self.make = make
-        self.count = count if make is not None and hasattr(torch.cuda, "MemPool") else 1
+        pools = all(hasattr(torch.cuda, name) for name in ("MemPool", "use_mem_pool"))
+        self.count = count if make is not None and pools else 1
         self.placed = [Placed(first)]
 
     def runners(self) -> list[Runner]:
@@ -158,6 +161,10 @@ def averaged(m: Measurement, count: int) -> Measurement:
     latency stays pytest-benchmark's samples of the copies in turn. A record whose iterations do not
     split into such groups (a profile that lost a step: unreliable already) is returned as it is."""
     if count < 2 or m.iterations % count:
+        return m
+    dists = [m.total, m.busy, *(s.time for s in m.layers), *(k.time for k in m.kernels)]
+    dists += [s.time for s in m.host_layers]
+    if any(d.n % count for d in dists):  # a figure of another sample count: not averaged, as it is
         return m
 
     def each(stats: tuple[Any, ...]) -> tuple[Any, ...]:

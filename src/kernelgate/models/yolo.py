@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import pickle
 import re
+import types
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -193,17 +194,22 @@ def find_module(model: Any, name: str) -> Any:
 
 
 def slow_down(model: Any, name: str, extra_runs: int) -> None:
-    """Make module ``name`` run its forward ``1 + extra_runs`` times per call (same output)."""
+    """Make module ``name`` run its forward ``1 + extra_runs`` times per call (same output).
+
+    The slower forward is a method bound to the module, so that ``copy.deepcopy`` binds a copy's to
+    the copy (kernelgate.measure.placement measures copies): a closure over the module's bound forward
+    would run the first copy's weights in every copy."""
     module = find_module(model, name)
     original = module.forward
+    func = original.__func__ if getattr(original, "__self__", None) is module else None
 
-    @functools.wraps(original)
-    def slower(*args: Any, **kwargs: Any) -> Any:
+    def slower(self: Any, *args: Any, **kwargs: Any) -> Any:
+        run = functools.partial(func, self) if func is not None else original
         for _ in range(extra_runs):
-            original(*args, **kwargs)
-        return original(*args, **kwargs)
+            run(*args, **kwargs)
+        return run(*args, **kwargs)
 
-    module.forward = slower
+    module.forward = types.MethodType(slower, module)
 
 
 def _first_line(exc: BaseException) -> str:

@@ -256,10 +256,11 @@ class KernelGate:
             )
             wall = [1e6 * t for t in stats.stats.data] if stats else []
         schedule = GPU_SCHEDULE if gpu else CPU_SCHEDULE
-        # the profiled steps, the placements' in turn: the record's iteration i is the mean of the i-th
-        # step of each (24 steps, 6 iterations of 4 placements, on a GPU by default)
+        # the profiled steps, the placements' in turn: each group of consecutive steps, one of each
+        # copy, is one iteration of the record (24 steps, 6 iterations of 4 placements, on a GPU by
+        # default); N steps asked for make N/4 iterations, rounded up
         steps = opts.iterations or schedule.active
-        per = max(1, steps // places.count)
+        per = -(-steps // places.count)
         schedule = profile.Schedule(schedule.wait, schedule.warmup, per * places.count)
         placed = places.runner()
 

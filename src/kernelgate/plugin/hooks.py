@@ -53,7 +53,7 @@ def pytest_configure(config: pytest.Config) -> None:
     iterations = config.getoption("kernelgate_iterations")
     if iterations is not None and iterations < 1:
         raise pytest.UsageError(
-            f"--kernelgate-iterations {iterations}: profile at least 1 iteration (e.g. 20)"
+            f"--kernelgate-iterations {iterations}: profile at least 1 iteration (e.g. 24)"
         )
     opts = Options(
         save=bool(config.getoption("kernelgate_save")),

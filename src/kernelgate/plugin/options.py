@@ -186,7 +186,7 @@ def add(parser: pytest.Parser) -> None:
         "--kernelgate-iterations",
         type=int,
         metavar="N",
-        help="profiled steps per benchmark (on a GPU its 4 placements take turns: N/4 averaged iterations)",
+        help="profiled steps per benchmark (a GPU's 4 placements take turns: N/4 iterations, rounded up)",
     )
     add(
         "--kernelgate-matrix",

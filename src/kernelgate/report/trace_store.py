@@ -1,7 +1,7 @@
 """Chrome traces kept as artifacts: one representative iteration, gzipped, optionally redacted.
 
-A run writes its full trace to ``.kernelgate/traces/<test>.json`` (20 iterations of yolov8n: tens
-of MB). Kept are excerpts of one iteration, the one whose total GPU time is closest to the median,
+A run writes its full trace to ``.kernelgate/traces/<test>.json`` (24 steps of yolov8n: tens of
+MB). Kept are excerpts of one step, of the iteration whose total GPU time is closest to the median,
 with every event inside its ``ProfilerStep#N`` window and all metadata events, gzipped: small
 enough to commit next to the baseline (``baselines/<arch>/traces/``), so a later
 regression report can show the baseline's trace beside the current one. An excerpt over
@@ -73,9 +73,12 @@ def excerpt(doc: dict[str, Any], totals_us: Sequence[float] = ()) -> dict[str, A
     if not steps:
         raise ValueError("the trace has no ProfilerStep# ranges: not a kernelgate profile")
     index = len(steps) // 2
-    if len(totals_us) == len(steps):
+    if totals_us and len(steps) % len(totals_us) == 0:
+        # a record of placements (kernelgate.measure.placement) averages each group of consecutive
+        # steps, one of each copy, into one iteration: the first step of the group closest to the median
         median = statistics.median(totals_us)
-        index = min(range(len(steps)), key=lambda i: abs(totals_us[i] - median))
+        group = min(range(len(totals_us)), key=lambda i: abs(totals_us[i] - median))
+        index = group * (len(steps) // len(totals_us))
     start = float(steps[index]["ts"])
     end = start + float(steps[index]["dur"])
     kept = [e for e in events if e.get("ph") == "M" or ("ts" in e and start <= float(e["ts"]) <= end)]

@@ -173,11 +173,11 @@ def decide(
     """The decision for one suspect from its same-host rounds, or None when more rounds are needed:
     at least ``config.confirm_min_rounds`` processes a side, settled at ``config.confirm_max_rounds``
     (or earlier with ``final``: no more rounds will come)."""
+    if mixed := placement.mixed([*base_rounds, *head_rounds]):  # a base of a kernelgate before them
+        return unsettled(screen.benchmark, f"base and head were {mixed}")
     n = min(len(base_rounds), len(head_rounds))
     if n < config.confirm_min_rounds:
         return None
-    if mixed := placement.mixed([*base_rounds, *head_rounds]):  # a base of a kernelgate before them
-        return unsettled(screen.benchmark, f"base and head were {mixed}")
     measured = combine(base_rounds[:n]), combine(head_rounds[:n])
     found = judged_ab(*measured, config)
     ab, noise, each, speeds, probes = found.ab, found.noise, found.each, found.speeds, found.probes
