@@ -93,7 +93,7 @@ def pair_problems(
 def placement_mismatch(base: Measurement, current: Measurement) -> list[str]:
     """Records of two methods: measured in one place of GPU memory (a kernelgate before placements)
     against the mean of several (kernelgate.measure.placement), whose layers sat 2-4 % higher on an
-    H200 (the copies in turn find less of each other's data in the L2 cache)."""
+    H200 (the copies in turn may find less of each other's data in the L2 cache: not measured)."""
     mixed = placement.mixed([base, current])
     return [f"the baseline and this run were {mixed}"] if mixed else []
 
