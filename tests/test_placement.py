@@ -203,6 +203,8 @@ def test_a_module_that_cannot_be_copied_gets_no_copier() -> None:
             raise TypeError("cannot copy a handle")
 
     assert placement.copier(Uncopyable(), lambda net: Runner(lambda: None, net)) is None
+    compiled = type("OptimizedModule", (), {"_orig_mod": object()})()  # as torch.compile returns
+    assert placement.copier(compiled, lambda net: Runner(lambda: None, net)) is None
     net = {"w": [1, 2]}
     make = placement.copier(net, lambda copied: Runner(lambda: None, copied))
     assert make is not None

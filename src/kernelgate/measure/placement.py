@@ -136,6 +136,8 @@ def copier(net: Any, build: Callable[[Any], Runner]) -> Callable[[], Runner] | N
     (host memory, pinned: each step copies it into the copy's pool; a clone would not be pinned, and
     its copy took 170-210 µs instead of 47 on the H200); None where the net cannot be copied (then it
     is measured in one place)."""
+    if hasattr(net, "_orig_mod"):  # torch.compile's module: each copy would compile again
+        return None
     try:
         copy.deepcopy(net)
     except Exception:  # any module may refuse a copy: then it is measured as it is
