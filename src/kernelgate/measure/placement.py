@@ -19,7 +19,7 @@ pooled median: a layer at two levels (116.5 or 124.5 µs) has a pooled median at
 by which level got three copies of five; the mean moves by a fifth of the gap a copy.
 
 Not placed: the CPU (no GPU memory), ``torch.compile`` (a copy compiles again) and a module that
-``copy.deepcopy`` cannot copy (measured once, as before).
+``copy.deepcopy`` cannot copy: measured in one place, each profiled step an iteration of the record.
 """
 
 from __future__ import annotations
