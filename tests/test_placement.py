@@ -319,3 +319,14 @@ def test_the_trace_excerpt_of_a_placed_record_is_a_step_of_the_median_group() ->
     got = trace_store.excerpt(doc, [10.0, 11.0, 30.0])
     assert got["kernelgate"]["excerpt"] == "iteration 4 of 12 (ProfilerStep#4)"
     assert trace_store.excerpt(doc, [30.0] * 5)["kernelgate"]["excerpt"].startswith("iteration 6 of 12")
+
+
+def test_the_profiled_steps_are_whole_groups_of_one_step_of_each_copy() -> None:
+    from kernelgate.measure.pipeline import CPU_SCHEDULE, GPU_SCHEDULE
+
+    assert placement.steps(GPU_SCHEDULE, None, 4).active == 24  # 6 iterations of 4 placements
+    assert placement.steps(GPU_SCHEDULE, 10, 4).active == 12  # ten asked: 3 iterations of 4
+    assert placement.steps(GPU_SCHEDULE, 3, 4).active == 4
+    assert placement.steps(GPU_SCHEDULE, 7, 1).active == 7  # one place (compile mode): as asked
+    got = placement.steps(CPU_SCHEDULE, None, 1)
+    assert (got.wait, got.warmup, got.active) == (CPU_SCHEDULE.wait, CPU_SCHEDULE.warmup, 5)

@@ -31,6 +31,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from kernelgate.measure.profile import Schedule
 from kernelgate.measure.results import Dist, Measurement
 
 if TYPE_CHECKING:  # the verdict stage reads mixed() without the execution stage's imports
@@ -182,6 +183,14 @@ def averaged(m: Measurement, count: int) -> Measurement:
         host_layers=each(m.host_layers),
         placements=count,
     )
+
+
+def steps(base: Schedule, asked: int | None, count: int) -> Schedule:
+    """The profiler's schedule for ``count`` placements: ``asked`` steps (``--kernelgate-iterations``),
+    else ``base``'s, rounded up to whole groups of one step of each copy (24 on a GPU by default: 6
+    iterations of 4 placements; 10 asked: 12)."""
+    per = -(-(asked or base.active) // count)
+    return Schedule(base.wait, base.warmup, per * count)
 
 
 def by_step(values: Sequence[float], count: int) -> list[float]:

@@ -255,13 +255,7 @@ class KernelGate:
                 self.benchmark, self.node.config, step, rounds=rounds, warmup_rounds=2, setup=probe
             )
             wall = [1e6 * t for t in stats.stats.data] if stats else []
-        schedule = GPU_SCHEDULE if gpu else CPU_SCHEDULE
-        # the profiled steps, the placements' in turn: each group of consecutive steps, one of each
-        # copy, is one iteration of the record (24 steps, 6 iterations of 4 placements, on a GPU by
-        # default); N steps asked for make N/4 iterations, rounded up
-        steps = opts.iterations or schedule.active
-        per = -(-steps // places.count)
-        schedule = profile.Schedule(schedule.wait, schedule.warmup, per * places.count)
+        schedule = placement.steps(GPU_SCHEDULE if gpu else CPU_SCHEDULE, opts.iterations, places.count)
         placed = places.runner()
 
         def attempt() -> measure.Measurement:
