@@ -150,13 +150,6 @@ def copier(net: Any, build: Callable[[Any], Runner]) -> Callable[[], Runner] | N
     return make
 
 
-def _mean(dist: Dist, count: int) -> Dist:
-    if dist.n % count:
-        raise ValueError(f"{dist.n} samples do not split into steps of {count} placements")
-    values = dist.samples
-    return Dist(tuple(statistics.fmean(values[i : i + count]) for i in range(0, len(values), count)))
-
-
 def averaged(m: Measurement, count: int) -> Measurement:
     """The record of ``count`` copies measured in turn (:meth:`Placements.runner`), each group of
     ``count`` consecutive iterations (one of each copy) averaged into one: total, busy, every layer,
@@ -170,14 +163,17 @@ def averaged(m: Measurement, count: int) -> Measurement:
     if any(d.n % count for d in dists):  # a figure of another sample count: not averaged, as it is
         return m
 
+    def mean(dist: Dist) -> Dist:  # every figure splits into whole groups: checked above
+        return Dist(tuple(by_step(dist.samples, count)))
+
     def each(stats: tuple[Any, ...]) -> tuple[Any, ...]:
-        return tuple(dataclasses.replace(stat, time=_mean(stat.time, count)) for stat in stats)
+        return tuple(dataclasses.replace(stat, time=mean(stat.time)) for stat in stats)
 
     return dataclasses.replace(
         m,
         iterations=m.iterations // count,
-        total=_mean(m.total, count),
-        busy=_mean(m.busy, count),
+        total=mean(m.total),
+        busy=mean(m.busy),
         layers=each(m.layers),
         kernels=each(m.kernels),
         host_layers=each(m.host_layers),

@@ -236,8 +236,9 @@ class KernelGate:
             threads.for_device(self.device, self.state.config.threads, opts.threads_env, os.environ)[0]
         )
         gpu = self.device.startswith("cuda")
-        # on a GPU, the configuration in several places of its memory (kernelgate.measure.placement)
-        places = placement.Placements(torch, runner, make, placement.PLACEMENTS if gpu else 1)
+        # on a GPU, the configuration in several places of its memory (kernelgate.measure.placement);
+        # without a copier (the CPU, compile mode, a net that cannot be copied) in one
+        places = placement.Placements(torch, runner, make, placement.PLACEMENTS)
         trace_path = opts.out_dir / "traces" / f"{safe_name(self.node_name)}.json"
         # the CPU's speed before each timed step, whatever the code (kernelgate.verdict.probespeed)
         probes: list[float] = []
