@@ -126,3 +126,17 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     from wheels import build
 
     return build(tmp_path_factory.mktemp("build"))
+
+
+@pytest.fixture(scope="session")
+def plugin_args() -> tuple[str, ...]:
+    """What a pytest process that ``pytester.runpytest_subprocess`` starts needs to load kernelgate:
+    nothing where kernelgate is installed (its ``pytest11`` entry point loads it; a ``-p`` beside it
+    would register it twice), ``-p kernelgate.plugin.hooks`` where it is only importable (``PYTHONPATH
+    =src``, as on a GPU machine whose image lacks the package: there the two pytester tests of
+    ``pytest -m gpu`` failed with "unrecognized arguments: --kernelgate", 2026-11-27, H200). pytester
+    drops ``PYTEST_ADDOPTS`` for the processes it starts, so that variable cannot carry it."""
+    from importlib.metadata import entry_points
+
+    installed = any(ep.value == "kernelgate.plugin.hooks" for ep in entry_points(group="pytest11"))
+    return () if installed else ("-p", "kernelgate.plugin.hooks")

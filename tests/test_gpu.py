@@ -70,16 +70,24 @@ def test_yolo(kernelgate):
 """
 
 
-def test_gate_catches_a_small_slowed_layer_on_gpu(pytester: pytest.Pytester) -> None:
+def test_gate_catches_a_small_slowed_layer_on_gpu(
+    pytester: pytest.Pytester, plugin_args: tuple[str, ...]
+) -> None:
     pytest.importorskip("ultralytics")
     pytester.makepyprojecttoml('[tool.kernelgate]\nlayer_threshold = "10%"\nfloor_us = 5.0\n')
     pytester.makepyfile(test_suite=GPU_SUITE)
-    pytester.runpytest_subprocess("-p", "no:cacheprovider", "--kernelgate-save").assert_outcomes(passed=1)
-    pytester.runpytest_subprocess("-p", "no:cacheprovider").assert_outcomes(passed=1)
+    pytester.runpytest_subprocess(
+        *plugin_args, "-p", "no:cacheprovider", "--kernelgate-save"
+    ).assert_outcomes(passed=1)
+    pytester.runpytest_subprocess(*plugin_args, "-p", "no:cacheprovider").assert_outcomes(passed=1)
     # the stored-baseline screen alone: the same-host judge needs a git repository (its GPU runs:
     # .ci/gpu-judge; on the CPU: test_samehost_e2e.py)
     slowed = pytester.runpytest_subprocess(
-        "-p", "no:cacheprovider", "--kernelgate-slow-layer=model.10:3", "--kernelgate-no-confirm"
+        *plugin_args,
+        "-p",
+        "no:cacheprovider",
+        "--kernelgate-slow-layer=model.10:3",
+        "--kernelgate-no-confirm",
     )
     slowed.assert_outcomes(failed=1)
     slowed.stdout.fnmatch_lines(["*REGRESSED model.10 Upsample:*"])

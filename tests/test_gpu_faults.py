@@ -91,17 +91,19 @@ def kind():
 ARGS = ("-p", "no:cacheprovider", "--kernelgate", "--kernelgate-device=cuda", "--kernelgate-save")
 
 
-def run(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, kind: str) -> Any:
+def run(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, kind: str, plugin: tuple[str, ...]
+) -> Any:
     pytester.makepyfile(test_suite=SUITE)
     pytester.makeconftest(CONFTEST)
     monkeypatch.setenv("KG_FAULT", kind)
-    return pytester.runpytest_subprocess(*ARGS, "--kernelgate-iterations=3")
+    return pytester.runpytest_subprocess(*plugin, *ARGS, "--kernelgate-iterations=3")
 
 
 def test_out_of_memory_fails_its_benchmark_and_the_next_one_runs_and_is_saved(
-    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, plugin_args: tuple[str, ...]
 ) -> None:
-    result = run(pytester, monkeypatch, "oom")
+    result = run(pytester, monkeypatch, "oom", plugin_args)
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.fnmatch_lines(
         ["*OutOfMemoryError*", "*kernelgate: benchmark 'test_a_fault' ran out of GPU memory*"]
