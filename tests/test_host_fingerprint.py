@@ -34,7 +34,7 @@ from kernelgate.verdict.compare import compare
 
 XEON = "Intel(R) Xeon(R) Processor"
 DRIVER = "580.159.04"
-ADD = "pytest benchmarks --kernelgate-save --kernelgate-append"
+ADD = "kernelgate record --rounds 2 --append -- benchmarks"
 
 
 def host(uuid: str = "GPU-aaaa", cpu: str = XEON, driver: str = DRIVER, **changes: Any) -> HostFingerprint:
@@ -248,7 +248,8 @@ def test_the_doctor_warns_when_this_runner_is_none_of_the_hosts_of_the_baseline(
         in warn.message
     )
     assert warn.fix.startswith(
-        f"to add this runner: {ADD} (a round; kernelgate record --append --rounds 3: three)"
+        f"to add this runner: {ADD} (two rounds of its own: the screen then compares with them, "
+        "cold starts included)"
     )
     assert exit_code(findings) == 0 and exit_code(findings, strict=True) == 1
     (unknown,) = [f for f in diagnose(doctor_facts(C, RecordedHosts(unknown=3))) if f.check == "host"]
@@ -374,7 +375,7 @@ def test_the_plugin_records_each_rounds_host_and_notes_a_runner_that_is_none_of_
         in text
     )
     # the run's own selection: pytest ran the folder it was started in, so no path (not benchmarks/)
-    assert "To add this runner: pytest --kernelgate-save --kernelgate-append" in text
+    assert "To add this runner: kernelgate record --rounds 2 --append -- ." in text
     # one round of another runner, one of this one: the screen compares with this runner's round
     data["benchmarks"][0]["extra_info"]["kernelgate"]["hosts"] = [other.to_json(), this.to_json()]
     path.write_text(json.dumps(data))

@@ -197,7 +197,8 @@ def check_hosts(f: Facts) -> list[Finding]:
         return []  # no GPU, or no baseline: check_gpu and check_baseline say so
     where = f"{f.baseline_dir}/{f.key}/"
     add = (
-        f"to add this runner: {add_runner_command()} (a round; kernelgate record --append --rounds 3: three)"
+        f"to add this runner: {add_runner_command()} (two rounds of its own: the screen then compares with "
+        "them, cold starts included)"
     )
     if not recorded.hosts:
         return [

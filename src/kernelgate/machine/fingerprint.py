@@ -21,7 +21,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, fields
 from typing import Any
 
-from kernelgate.config import record_command
+from kernelgate.config import record_rounds_command
 from kernelgate.machine.identity import GpuIdentity, cpu_model, read_identity
 from kernelgate.machine.software import cudnn_version
 
@@ -211,9 +211,17 @@ class RecordedHosts:
         }
 
 
+#: Rounds a runner appends of its own: the screen against a runner's own rounds goes by their spread
+#: (verdict/ownrange.py), which one round does not have (docs/fleet.md).
+OWN_ROUNDS = 2
+
+
 def add_runner_command() -> str:
-    """The command that adds this runner's rounds to its architecture's baseline."""
-    return f"{record_command()} --kernelgate-append"
+    """The command that adds this runner's rounds to its architecture's baseline: two, each in a fresh
+    process (``kernelgate record --rounds 2 --append -- benchmarks``). Against two own rounds, an H200
+    that recorded neither baseline ran A/A in 77-87 s with nothing suspected, where it took 431 s
+    against the baseline of another host alone (2026-11-27, docs/sensitivity.md)."""
+    return record_rounds_command(rounds=OWN_ROUNDS, append=True)
 
 
 def stranger(runner: HostFingerprint, recorded: RecordedHosts, where: str) -> str | None:
