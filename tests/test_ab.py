@@ -48,6 +48,17 @@ def test_record_rounds_gives_a_baseline_with_rounds(pytester: pytest.Pytester) -
     assert total["rounds"] == [5, 5] and len(total["samples"]) == 10
 
 
+def test_record_writes_where_the_project_keeps_its_baselines(pytester: pytest.Pytester) -> None:
+    # the messages print `kernelgate record ...` as the way to (re-)record or add a runner: it must write
+    # the folder the gate reads ([tool.kernelgate] baseline_dir), not ./baselines
+    pytester.makepyfile(test_suite=SUITE)
+    pytester.makepyprojecttoml('[tool.kernelgate]\nbaseline_dir = "perf/stored"\n')
+    done = kernelgate(pytester.path, "record", "--rounds", "1", *PYTEST_ARGS)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert len(list(pytester.path.glob("perf/stored/cpu-*/0001_kernelgate.json"))) == 1
+    assert not (pytester.path / "baselines").exists()
+
+
 def test_ab_against_the_previous_commit(pytester: pytest.Pytester) -> None:
     def git(*args: str) -> None:
         subprocess.run(["git", *args], cwd=pytester.path, check=True, capture_output=True)

@@ -45,16 +45,18 @@ def order(sides: Sequence[T], round_index: int) -> list[T]:
 
 def pytest_round(
     tree: Path,
-    baseline_dir: Path,
+    baseline_dir: Path | None,
     first: bool,
     out_dir: Path,
     args: Sequence[str],
     env: dict[str, str] | None = None,
 ) -> int:
-    """One round: a fresh pytest process that saves (or appends) into ``baseline_dir``."""
+    """One round: a fresh pytest process that saves (or appends) into ``baseline_dir`` (None: where
+    the project's configuration says, ``[tool.kernelgate] baseline_dir`` or ``baselines``)."""
+    where = [] if baseline_dir is None else [f"--kernelgate-baseline-dir={baseline_dir}"]
     command = [
         sys.executable, "-m", "pytest", *args, "-p", "no:cacheprovider", "--kernelgate",
-        "--kernelgate-save", f"--kernelgate-baseline-dir={baseline_dir}", f"--kernelgate-out={out_dir}",
+        "--kernelgate-save", *where, f"--kernelgate-out={out_dir}",
     ]  # fmt: skip
     if not first:
         command.append("--kernelgate-append")
@@ -64,9 +66,11 @@ def pytest_round(
 
 def record(rounds: int, args: Sequence[str], tree: Path, append: bool = False) -> int:
     """``rounds`` pytest processes recording one baseline: the first replaces, the rest append; with
-    ``append`` all of them append (another runner of the architecture adding its rounds)."""
+    ``append`` all of them append (another runner of the architecture adding its rounds). The baseline
+    folder is the project's (its configuration, or a ``--kernelgate-baseline-dir`` among ``args``):
+    the command that every message prints must write where the gate reads."""
     for i in range(rounds):
-        code = pytest_round(tree, tree / "baselines", i == 0 and not append, tree / ".kernelgate", args)
+        code = pytest_round(tree, None, i == 0 and not append, tree / ".kernelgate", args)
         if code != 0:
             has = "this run added" if append else "the baseline has"
             print(f"kernelgate: round {i + 1} of {rounds} exited {code}; {has} {i} round(s).")
