@@ -132,9 +132,10 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
 def plugin_args() -> tuple[str, ...]:
     """What a pytest process that ``pytester.runpytest_subprocess`` starts needs to load kernelgate:
     nothing where kernelgate is installed (its ``pytest11`` entry point loads it; a ``-p`` beside it
-    would register it twice), ``-p kernelgate.plugin.hooks`` where it is only importable (``PYTHONPATH
-    =src``, as on a GPU machine whose image lacks the package: there the two pytester tests of
-    ``pytest -m gpu`` failed with "unrecognized arguments: --kernelgate", 2026-11-27, H200). pytester
+    would register it twice), ``-p kernelgate.plugin.hooks`` where it is only importable (an absolute
+    ``PYTHONPATH=$PWD/src``, as on a GPU machine whose image lacks the package: there the two pytester
+    tests of ``pytest -m gpu`` failed with "unrecognized arguments: --kernelgate", 2026-11-27, H200; a
+    relative one would not reach the processes pytester starts in its temporary folder). pytester
     drops ``PYTEST_ADDOPTS`` for the processes it starts, so that variable cannot carry it."""
     from importlib.metadata import entry_points
 

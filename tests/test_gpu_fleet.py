@@ -32,7 +32,9 @@ def test_where(n, worker_id):
 """
 
 
-def test_each_worker_has_its_own_gpu_and_cpus(pytester: pytest.Pytester) -> None:
+def test_each_worker_has_its_own_gpu_and_cpus(
+    pytester: pytest.Pytester, plugin_args: tuple[str, ...]
+) -> None:
     from kernelgate.machine.visible import visible_gpus
 
     gpus = visible_gpus()
@@ -41,7 +43,9 @@ def test_each_worker_has_its_own_gpu_and_cpus(pytester: pytest.Pytester) -> None
     pytest.importorskip("xdist")
     pytester.makepyprojecttoml("[tool.kernelgate]\n")
     pytester.makepyfile(test_suite=SUITE)
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-n", "2", "--kernelgate-device=cuda")
+    result = pytester.runpytest_subprocess(
+        *plugin_args, "-p", "no:cacheprovider", "-n", "2", "--kernelgate-device=cuda"
+    )
     result.assert_outcomes(passed=4)
     records = [json.loads((pytester.path / f"where-{n}.json").read_text()) for n in range(4)]
     by_worker: dict[str, dict[str, object]] = {}

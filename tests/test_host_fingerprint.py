@@ -374,7 +374,7 @@ def test_the_plugin_records_each_rounds_host_and_notes_a_runner_that_is_none_of_
         f"is none of the 1 host(s) that recorded baselines/{path.parent.name}/ ({other.short()} (2 rounds))"
         in text
     )
-    # the run's own selection: pytest ran the folder it was started in, so no path (not benchmarks/)
+    # the run's own selection: pytest ran the folder it was started in, so `.` (not benchmarks/)
     assert "To add this runner: kernelgate record --rounds 2 --append -- ." in text
     # one round of another runner, one of this one: the screen compares with this runner's round
     data["benchmarks"][0]["extra_info"]["kernelgate"]["hosts"] = [other.to_json(), this.to_json()]

@@ -191,8 +191,8 @@ def _stored_entry(kg: KernelGate, spec: ChildSpec) -> Entry | None:
 def screened_against(entry: Entry, gpu: bool) -> tuple[ColdStart | None, str | None, str]:
     """The record the screen compares this runner's cold start with, the other host whose runs those
     are (None: this runner's own) and a note where they are the runs this runner appended rather than
-    the entry's first ones. A fleet whose runners each append a round (``--kernelgate-save
-    --kernelgate-append``) so screens each on its own runs, as exact as on the first host, and sends a
+    the entry's first ones. A fleet whose runners each append their rounds (``kernelgate record
+    --rounds 2 --append``) so screens each on its own runs, as exact as on the first host, and sends a
     cold start to the same-host judge only where it moved there."""
     host = fingerprint.this_round({}, gpu)
     foreign = recorded_elsewhere(entry, gpu, host)

@@ -34,6 +34,7 @@ from kernelgate.coldstart import verdict as coldverdict
 from kernelgate.coldstart.phases import ColdStart
 from kernelgate.config import Threshold, node_target, record_rounds_command
 from kernelgate.machine import sideenv
+from kernelgate.machine.fingerprint import OWN_ROUNDS
 from kernelgate.measure.results import Dist, Measurement
 from kernelgate.plugin import basetree, evidence, invocation, standby, startenv
 from kernelgate.verdict import ab, neighbours, ownrange, reported, samehost
@@ -393,5 +394,5 @@ def judge_session(config: pytest.Config, state: State) -> None:
             f"{decision.outcome.value.upper()} (same-host A/B): {decision.reason}\n{text}"
         )
     if renew and not state.judge_failures:  # rounds of a run that failed would record its regression
-        command = record_rounds_command(*renew, rounds=2, append=True)
+        command = record_rounds_command(*renew, rounds=OWN_ROUNDS, append=True)
         state.note(ownrange.aged_note(dict(renew.values()), command))
