@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import itertools
 import statistics
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -99,11 +100,10 @@ class Placements:
 
     def cycle(self) -> Callable[[], None]:
         """One step a call, of each copy in turn: what pytest-benchmark times (the latency)."""
-        runners = self.runners()
-        turn = iter(range(1 << 62))
+        turn = itertools.cycle(self.runners())
 
         def step() -> None:
-            runners[next(turn) % len(runners)].step()
+            next(turn).step()
 
         return step
 
