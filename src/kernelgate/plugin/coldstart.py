@@ -162,7 +162,10 @@ def run(
             from kernelgate.verdict.samehost import names
 
             why = "; ".join(filter(None, [names(comparison.failures, roles=False), why]))
-        kg.state.add_suspect(Suspect(kg.node.nodeid, COLDSTART, comparison, base.to_json(), why))
+        flagged = tuple((d.scope, d.name) for d in comparison.failures)
+        kg.state.add_suspect(
+            Suspect(kg.node.nodeid, COLDSTART, comparison, base.to_json(), why, flagged=flagged)
+        )
         return record
     kg.state.add_comparison(comparison)
     kg.state.note(summary(comparison))

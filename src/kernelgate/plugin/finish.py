@@ -84,17 +84,10 @@ def finish(session: pytest.Session) -> None:
     if output is not None:  # a pytest-xdist worker: the controller writes the files and reports
         from kernelgate.plugin import workers
 
-        output[workers.KEY] = workers.send(state)
+        output[workers.KEY] = workers.send(state, session.config)
         return
-    received = session.config.stash.get(RECEIVED_KEY, None)
-    if received:
-        from kernelgate.plugin import workers
-
-        workers.settle(state, len(received), session.config.stash.get(SLOTS_KEY, None))
-    if state.suspects:
-        from kernelgate.plugin.samehost import judge_session
-
-        judge_session(session.config, state)
+    if not state.tests_done:  # the tests were cut short (Ctrl-C): no judge, the lists in order
+        _settle_workers(session.config, state)
     if state.measured:
         from kernelgate.offline import with_judgements
 
@@ -130,6 +123,47 @@ def finish(session: pytest.Session) -> None:
         report(session.config, state)
     if decision.failed and session.exitstatus == pytest.ExitCode.OK:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def after_tests(session: pytest.Session) -> None:
+    """After the last test, in the process that prints (pytest-xdist's controller, once every worker
+    is down): the same-host judge decides the suspects, then their tests' reports, held until now,
+    are logged with its verdicts (:mod:`kernelgate.plugin.outcome`). A worker sends its held reports
+    instead (:func:`finish`)."""
+    config = session.config
+    state = config.stash.get(STATE_KEY, None)
+    if state is None or state.tests_done or hasattr(config, "workerinput"):
+        return
+    state.mark_tests_done()
+    _settle_workers(config, state)
+    from kernelgate.plugin import outcome
+
+    if state.suspects:
+        from kernelgate.plugin.samehost import judge_session
+
+        try:
+            judge_session(config, state)
+        except Exception as exc:  # the held tests still get an outcome: failed, saying why
+            why = (
+                f"kernelgate: the same-host judge failed ({type(exc).__name__}: {exc}), so the suspects "
+                "have no verdict. Rerun; if it persists, run one suspect alone with -v and report its output."
+            )
+            state.add_error(why)
+            for s in state.suspects:
+                if s.nodeid not in state.verdicts:
+                    state.add_verdict(outcome.TestVerdict(s.nodeid, True, why, why))
+            outcome.release(config, state)
+            raise
+    outcome.release(config, state)
+
+
+def _settle_workers(config: pytest.Config, state: State) -> None:
+    """pytest-xdist's controller: the workers' shares in the order of collection."""
+    received = config.stash.get(RECEIVED_KEY, None)
+    if received:
+        from kernelgate.plugin import workers
+
+        workers.settle(state, len(received), config.stash.get(SLOTS_KEY, None))
 
 
 def _host_notes(state: State, arch: str) -> None:

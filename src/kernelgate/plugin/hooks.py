@@ -281,6 +281,38 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
         state.add_busy(worker, int(report.when == "call" or bool(report.skipped)), report.duration)
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> bool | None:
+    """A gate test runs as pytest runs any, its reports held back if the screen makes its benchmark
+    a suspect (:mod:`kernelgate.plugin.outcome`): its outcome waits for the same-host judge."""
+    state = item.config.stash.get(STATE_KEY, None)
+    if state is None or item.nodeid not in state.gate_tests or not _judging(state):
+        return None
+    from kernelgate.plugin import outcome
+
+    outcome.run_test(item, nextitem, state)
+    return True
+
+
+def _judging(state: Any) -> bool:
+    """Whether this run may hand suspects to the same-host judge: confirm on, not recording, and
+    not itself one of the judge's processes."""
+    return bool(state.config.confirm) and not state.options.save and state.options.confirm_out is None
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtestloop(session: pytest.Session) -> Generator[None, object, object]:
+    """After the last test (also one that ``-x`` stopped at), the judge decides the suspects and their
+    tests' reports are logged with its verdicts, before pytest counts outcomes (finish.after_tests)."""
+    try:
+        result = yield
+    except (session.Failed, session.Interrupted):
+        finish.after_tests(session)
+        raise
+    finish.after_tests(session)
+    return result
+
+
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     finish.finish(session)
 

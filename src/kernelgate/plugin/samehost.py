@@ -32,11 +32,11 @@ from kernelgate import replay
 from kernelgate.baseline.names import safe_name
 from kernelgate.coldstart import verdict as coldverdict
 from kernelgate.coldstart.phases import ColdStart
-from kernelgate.config import Threshold, node_target, record_rounds_command
+from kernelgate.config import Scope, Threshold, node_target, record_rounds_command
 from kernelgate.machine import sideenv
 from kernelgate.machine.fingerprint import OWN_ROUNDS
 from kernelgate.measure.results import Dist, Measurement
-from kernelgate.plugin import basetree, evidence, invocation, standby, startenv
+from kernelgate.plugin import basetree, evidence, invocation, outcome, standby, startenv
 from kernelgate.verdict import ab, neighbours, ownrange, reported, samehost
 from kernelgate.verdict.compare import Comparison, Judgement
 from kernelgate.verdict.delta import process_rule
@@ -68,19 +68,23 @@ class Suspect:
     baseline: Mapping[str, Any]  # the stored baseline's record (Measurement or ColdStart JSON)
     why: str = ""  # what the screen saw: "model.9 +3.2 %, wall +19.7 %", "another host's baseline"
     # the screen's own measurement (Measurement JSON; kernel suspects), kept in the judge's records so
-    # that a screen rule can be replayed exactly (verdict/ownrange.py was checked from deltas alone)
+    # that a screen rule can be replayed exactly
     measured: Mapping[str, Any] | None = None
+    # the figures the screen flagged, (scope, name): each gets its base -> head answer in the verdict
+    flagged: tuple[tuple[Scope, str], ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         out = {"nodeid": self.nodeid, "kind": self.kind, "screen": self.screen.to_json(),
-               "baseline": dict(self.baseline), "why": self.why}  # fmt: skip
+               "baseline": dict(self.baseline), "why": self.why,
+               "flagged": [[scope.value, name] for scope, name in self.flagged]}  # fmt: skip
         return out | ({"measured": dict(self.measured)} if self.measured is not None else {})
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Suspect:
+        flagged = tuple((Scope(scope), str(name)) for scope, name in data.get("flagged") or ())
         return cls(
             str(data["nodeid"]), str(data["kind"]), Comparison.from_json(data["screen"]), data["baseline"],
-            str(data.get("why", "")), data.get("measured"),
+            str(data.get("why", "")), data.get("measured"), flagged,
         )  # fmt: skip
 
 
@@ -368,7 +372,15 @@ def judge_session(config: pytest.Config, state: State) -> None:
         )
         state.add_decision(decision, merged, judged)
         log(f"kernelgate: {suspect.screen.benchmark}: {decision.outcome.value}: {decision.reason}")
+        said = reported.answers(suspect.flagged, suspect.screen, decision)
+        headline = (
+            f"kernelgate: {merged.benchmark}: {decision.outcome.value.upper()} (same-host A/B, "
+            f"{decision.rounds} process(es) a side): {decision.reason}"
+        )
         if not merged.failed:
+            state.add_verdict(
+                outcome.TestVerdict(suspect.nodeid, False, headline, "\n".join([headline, *said]))
+            )
             # own rounds that no longer match this runner (verdict/ownrange.aged)
             if decision.outcome is samehost.Outcome.PASS and decision.ab is not None and suspect.measured:
                 stored, run = Measurement.from_json(suspect.baseline), Measurement.from_json(suspect.measured)
@@ -392,6 +404,9 @@ def judge_session(config: pytest.Config, state: State) -> None:
         # the terminal's message; the run fails on the merged comparison (kernelgate.verdict.policy)
         state.add_judge_failure(
             f"{decision.outcome.value.upper()} (same-host A/B): {decision.reason}\n{text}"
+        )
+        state.add_verdict(
+            outcome.TestVerdict(suspect.nodeid, True, headline, "\n".join([headline, *said, text]))
         )
     if renew and not state.judge_failures:  # rounds of a run that failed would record its regression
         command = record_rounds_command(*renew, rounds=OWN_ROUNDS, append=True)

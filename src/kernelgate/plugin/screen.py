@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import warnings
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -20,7 +21,7 @@ import pytest
 from kernelgate.baseline import ownrounds
 from kernelgate.baseline import store as baseline
 from kernelgate.baseline.names import shown
-from kernelgate.config import GateConfig, MissingBaseline, record_command, record_rounds_command
+from kernelgate.config import GateConfig, MissingBaseline, Scope, record_command, record_rounds_command
 from kernelgate.machine import envdiff, identity
 from kernelgate.measure import results as measure
 from kernelgate.models.layers import Layers
@@ -59,13 +60,21 @@ def gate(kg: KernelGate, result: measure.Measurement, layers: Layers) -> Compari
     if blind and cfg.confirm:
         comparison = dataclasses.replace(comparison, notes=(*comparison.notes, blind_note(kg.target)))
     why = ""
+    flagged: tuple[tuple[Scope, str], ...] = ()
     if cfg.confirm:  # suspect at a fraction of the thresholds, the host side relative to this runner
-        suspect, comparison, why = screen(stored, result, comparison, cfg, own, built, blind)
+        screened = screening(stored, result, comparison, cfg, own, built, blind)
+        suspect, comparison, why, flagged = (
+            screened.suspect,
+            screened.comparison,
+            screened.why,
+            screened.flagged,
+        )
     if suspect and cfg.confirm:
-        # a suspect: base and head on this runner decide at the end of the session
+        # a suspect: base and head on this runner decide after the last test, and the test's
+        # reports wait for that verdict (kernelgate.plugin.outcome)
         from kernelgate.plugin.samehost import KERNEL, Suspect
 
-        record = Suspect(kg.node.nodeid, KERNEL, comparison, stored.to_json(), why, result.to_json())
+        record = Suspect(kg.node.nodeid, KERNEL, comparison, stored.to_json(), why, result.to_json(), flagged)
         kg.state.add_suspect(record)
         return comparison
     kg.state.add_comparison(comparison)
@@ -79,6 +88,17 @@ def gate(kg: KernelGate, result: measure.Measurement, layers: Layers) -> Compari
 SHOWN = 4  # figures named per suspect
 
 
+@dataclass(frozen=True)
+class Screened:
+    """What the screen made of one benchmark (:func:`screening`)."""
+
+    suspect: bool
+    comparison: Comparison  # a suspect's against the stored baseline; else the one it is judged by
+    why: str  # why it is a suspect, as the run's log says it
+    # the figures it flagged, (scope, name), each answered base -> head in the judge's message
+    flagged: tuple[tuple[Scope, str], ...] = ()
+
+
 def screen(
     stored: measure.Measurement,
     result: measure.Measurement,
@@ -88,8 +108,22 @@ def screen(
     built: tuple[structure.Change, ...] = (),
     blind: bool = False,
 ) -> tuple[bool, Comparison, str]:
+    """:func:`screening` as a tuple: whether ``result`` is a suspect, its comparison and why."""
+    found = screening(stored, result, comparison, cfg, own, built, blind)
+    return found.suspect, found.comparison, found.why
+
+
+def screening(
+    stored: measure.Measurement,
+    result: measure.Measurement,
+    comparison: Comparison,
+    cfg: GateConfig,
+    own: bool,
+    built: tuple[structure.Change, ...] = (),
+    blind: bool = False,
+) -> Screened:
     """With the same-host judge on: whether ``result`` is a suspect, the comparison a benchmark that is
-    none is judged by (its host side relative to this runner), and why it is one.
+    none is judged by (its host side relative to this runner), why it is one, and what it flagged.
 
     A suspect fails at ``screen`` times its thresholds, the host side relative to this runner's speed;
     against this runner's own rounds (``own``) only beyond its own processes
@@ -118,7 +152,10 @@ def screen(
         over = names(relative.failures[:SHOWN], roles=False)
         near = f"{over} over their thresholds, near this runner's slowest own round"
         why = f"{why}; {near}" if why else near
-    return suspect, comparison if suspect else relative, why
+    figures = [(d.scope, d.name) for d in (*screened.failures, *relative.failures)]
+    figures += [(Scope.HOST if c.what == "waits" else Scope.LAYER, c.layer) for c in built]
+    flagged = tuple(dict.fromkeys(figures))
+    return Screened(suspect, comparison if suspect else relative, why, flagged if suspect else ())
 
 
 def suspicion(screened: Comparison, fraction: float, built: str, blind: bool) -> str:

@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from kernelgate.machine.pinning import Slots
     from kernelgate.models.yolo import YoloSpec
     from kernelgate.offline import Judged
+    from kernelgate.plugin.outcome import Held, TestVerdict
     from kernelgate.plugin.samehost import Suspect
     from kernelgate.report.publish import Published
     from kernelgate.verdict.compare import Comparison
@@ -86,6 +87,11 @@ class State:
     judge_failures: list[str] = field(default_factory=list)
     # how the run ends (kernelgate.verdict.policy), set at the end of the session
     decision: ExitDecision | None = None
+    # the suspects' tests, their reports held until the judge has decided (kernelgate.plugin.outcome),
+    # and the judge's verdict of each, by node id
+    held: list[Held] = field(default_factory=list)
+    verdicts: dict[str, TestVerdict] = field(default_factory=dict)
+    tests_done: bool = False  # the last test ran and the judge decided (kernelgate.plugin.finish)
 
     # The writes. Every change of the session state goes through one of these methods, so that what
     # a run holds can be read from this class alone (tests/test_plugin.py checks that no other
@@ -135,6 +141,23 @@ class State:
     def add_judge_failure(self, text: str) -> None:
         self.judge_failures.append(text)
 
+    def hold(self, held: Held) -> None:
+        """A suspect's test, its reports held until the judge has decided."""
+        self.held.append(held)
+
+    def take_held(self) -> list[Held]:
+        """The held tests, in the order pytest collected them; none are held after."""
+        order = {nodeid: i for i, nodeid in enumerate(self.gate_tests)}
+        taken = sorted(self.held, key=lambda h: order.get(h.nodeid, len(order)))
+        self.held = []
+        return taken
+
+    def mark_tests_done(self) -> None:
+        self.tests_done = True
+
+    def add_verdict(self, verdict: TestVerdict) -> None:
+        self.verdicts[verdict.nodeid] = verdict
+
     def set_cuda_broken(self, why: str | None) -> None:
         """The first benchmark whose CUDA error left the context unusable says why; later ones keep it."""
         self.cuda_broken = self.cuda_broken or why
@@ -158,6 +181,7 @@ class State:
         baselines: dict[Path, dict[str, Entry]],
         lists: dict[str, list[str]],
         suspects: list[Suspect],
+        held: list[Held] | None = None,
     ) -> None:
         """pytest-xdist's controller: what one worker measured and decided joins the session's."""
         self.gate_tests += [t for t in gate_tests if t not in self.gate_tests]
@@ -171,6 +195,7 @@ class State:
             else:
                 getattr(self, name).extend(items)
         self.suspects += suspects
+        self.held += held or []
 
     def order_as_collected(self) -> None:
         """Put the lists in the order pytest collected the tests (ties keep the order of arrival)."""

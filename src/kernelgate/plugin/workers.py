@@ -45,8 +45,11 @@ LISTS = ("missing", "unreliable", "skipped", "notes", "errors", "failed")
 _WORKER_ID = re.compile(r"\bgw\d+\b")
 
 
-def send(state: State) -> str:
-    """What this worker measured and decided, for the controller."""
+def send(state: State, config: pytest.Config | None = None) -> str:
+    """What this worker measured and decided, for the controller: the suspects' tests with their
+    reports held (kernelgate.plugin.outcome), which the controller logs once it has judged them."""
+    from kernelgate.plugin import outcome
+
     fullnames = {e.fullname for e in state.measured}
     baselines = {
         str(path): [e.to_json() for name, e in entries.items() if name in fullnames]
@@ -58,13 +61,20 @@ def send(state: State) -> str:
         "measured": [e.to_json() for e in state.measured],
         "comparisons": [c.to_json() for c in state.comparisons],
         "suspects": [s.to_json() for s in state.suspects],
+        "held": outcome.to_wire(config, state.take_held()) if config is not None else [],
         "baselines": {path: entries for path, entries in baselines.items() if entries},
     }
     document.update({name: list(getattr(state, name)) for name in LISTS})
     return json.dumps(document, default=str)
 
 
-def receive(state: State, text: str | None, worker: str, error: object | None = None) -> None:
+def receive(
+    state: State,
+    text: str | None,
+    worker: str,
+    error: object | None = None,
+    config: pytest.Config | None = None,
+) -> None:
     """Add one worker's share to the controller's state; a worker that went down without sending
     one (it crashed) is named in an error, since what it measured is lost."""
     if text is None:
@@ -84,8 +94,10 @@ def receive(state: State, text: str | None, worker: str, error: object | None = 
             f"worker {worker} sent kernelgate data of schema {data.get('schema_version')!r}, the controller "
             f"reads {SCHEMA_VERSION}: the worker and the controller run different kernelgate versions"
         )
+    from kernelgate.plugin import outcome
     from kernelgate.plugin.samehost import Suspect
 
+    held = outcome.from_wire(config, data.get("held") or ()) if config is not None else []
     state.absorb(
         data["gate_tests"],
         [Entry.from_json(e) for e in data["measured"]],
@@ -93,6 +105,7 @@ def receive(state: State, text: str | None, worker: str, error: object | None = 
         {Path(p): {e.fullname: e for e in map(Entry.from_json, es)} for p, es in data["baselines"].items()},
         {name: data[name] for name in LISTS},
         [Suspect.from_json(s) for s in data.get("suspects") or ()],
+        held,
     )
 
 
@@ -217,6 +230,6 @@ def node_down(
     if state is None or worker in received:
         return
     text = (getattr(node, "workeroutput", None) or {}).get(KEY)
-    receive(state, text, worker, error)
+    receive(state, text, worker, error, node.config)
     if text is not None or error is not None:
         received.add(worker)

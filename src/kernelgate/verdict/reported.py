@@ -157,3 +157,46 @@ def _offset_note(pair: Delta | None, decision: Decision) -> str:
     if pair is None or pair.delta_pct is None:
         return f"not from this change: base and head agree on this runner{offset}"
     return f"not from this change: base -> head {pair.delta_pct:+.1f} % on this runner{offset}"
+
+
+def answers(flagged: Sequence[tuple[Scope, str]], screen: Comparison, decision: Decision) -> tuple[str, ...]:
+    """Each figure the screen flagged, with its answer from base and head on this runner: the verdict
+    message says, layer by layer, what the stored baseline showed and what the A/B found, so that
+    nothing the judge saw passes unnamed. Then the launches that changed in every process of each side."""
+    ab = {(d.scope, d.name): d for d in decision.ab.deltas} if decision.ab else {}
+    stored = {(d.scope, d.name): d for d in screen.deltas}
+    lines = []
+    for key in flagged:
+        s, pair = stored.get(key), ab.get(key)
+        either = s or pair
+        figure = either.figure if either is not None else key[1]
+        against = (
+            f"stored baseline {_moved(s)}"
+            if s is not None and s.baseline_us
+            else "not in the stored baseline"
+        )
+        if pair is None:
+            lines.append(f"  {figure}: {against}; not measured base -> head on this runner")
+            continue
+        limit = pair.threshold.limit_us(pair.baseline_us or 0.0)
+        each = decision.processes.get(key)
+        shown = f" (each process: base {_list(each[0])} | head {_list(each[1])} µs)" if each else ""
+        lines.append(
+            f"  {figure}: {against}; base -> head on this runner {_moved(pair)}, limit +{limit:.1f} µs: "
+            f"{_answer(pair)}{shown}"
+        )
+    lines += [f"  launches, in every head process and no base process: {c}" for c in decision.launches]
+    return tuple(lines)
+
+
+def _answer(pair: Delta) -> str:
+    """What base -> head on this runner found of one figure, in words."""
+    if pair.verdict is Verdict.REGRESSED:
+        return "slower past its limit"
+    if pair.verdict is Verdict.IMPROVED:
+        return "faster past its limit"
+    if pair.verdict is Verdict.AMBIGUOUS:
+        return "over its limit but inside the noise of this runner"
+    if pair.verdict in (Verdict.NEW, Verdict.MISSING):
+        return str(pair.verdict.value)
+    return "within its limit"

@@ -30,7 +30,7 @@ from kernelgate.machine import envdiff
 from kernelgate.measure import placement
 from kernelgate.measure.results import Measurement, combine
 from kernelgate.measure.stages import HOST_COUPLED
-from kernelgate.verdict import bimodal, hostspeed, ownrange, probespeed
+from kernelgate.verdict import bimodal, hostspeed, ownrange, probespeed, structure
 from kernelgate.verdict.compare import Basis, Comparison, Delta, Verdict
 from kernelgate.verdict.delta import MIN_PROCESSES
 
@@ -63,6 +63,9 @@ class Decision:
     processes: Mapping[tuple[Scope, str], tuple[tuple[float, ...], tuple[float, ...]]] = field(
         default_factory=dict
     )
+    # what the head launches and the base does not, in every process of each side
+    # (:func:`kernelgate.verdict.structure.confirmed`), as the messages say it
+    launches: tuple[str, ...] = ()
 
 
 def _settled(delta: Delta, noise_us: float | None) -> bool:
@@ -180,6 +183,7 @@ def decide(
         return None
     measured = combine(base_rounds[:n]), combine(head_rounds[:n])
     found = judged_ab(*measured, config)
+    launched = structure.confirmed(base_rounds[:n], head_rounds[:n])
     ab, noise, each, speeds, probes = found.ab, found.noise, found.each, found.speeds, found.probes
     offset = runner_offset(screen_baseline, found.head, config)
     # on a CPU every op is host work: an offset from the baseline's host says nothing there
@@ -195,6 +199,7 @@ def decide(
         processes=each,
         speeds=speeds,
         probes=probes,
+        launched=launched,
     )
     if decision is None:
         return None
@@ -235,13 +240,17 @@ def settle(
     processes: bimodal.Processes | None = None,
     speeds: tuple[tuple[float, ...], tuple[float, ...]] = ((), ()),
     probes: probespeed.Factors = ((), ()),
+    launched: Sequence[structure.Change] = (),
 ) -> Decision | None:
     """The decision from an A/B comparison of ``n`` processes per side (None: not settled yet and
     more rounds may be measured). ``check_offset=False`` for host-coupled benchmarks (cold starts);
     ``processes``: each figure's process medians, base and head (:func:`bimodal.explained`);
     ``speeds``: each process's host speed, taken out of its layers' host times
     (:func:`hostspeed.per_process`), named where a host time decides; ``probes``: each process's
-    CPU speed, taken out of the latency and host-coupled stages (:func:`probespeed.adjust`)."""
+    CPU speed, taken out of the latency and host-coupled stages (:func:`probespeed.adjust`);
+    ``launched``: what the head launches and the base does not in every process of each side
+    (:func:`structure.confirmed`): a layer's move there is the change's, not the runner's, so where
+    it is not settled under its limit by the last round the suspect is inconclusive, not a pass."""
 
     # a host-side figure that the runner's two speeds explain is no regression (kernelgate.verdict.
     # bimodal): unchanged in the A/B that the reports show, with why
@@ -260,10 +269,23 @@ def settle(
     explained = {d: w for d in open_ if (w := bimodal.explain(d, processes))}
     if not final and not regressed and len(explained) < len(open_):
         return None
+    launches = tuple(c.describe() for c in launched)
+    said_launches = f"; {launched_note(launches, n)}" if launches else ""
     if regressed:
         said = hostspeed.speeds_note(regressed, speeds) + _probe_note(regressed, probes)
-        reason = f"base -> head on this runner: {names(regressed)}{said}"
-        return Decision(screen.benchmark, Outcome.REGRESSION, reason, ab, n, offset_pct)
+        reason = f"base -> head on this runner: {names(regressed)}{said}{said_launches}"
+        return Decision(screen.benchmark, Outcome.REGRESSION, reason, ab, n, offset_pct, launches=launches)
+    # a figure whose layer launches something else in every head process moved for the change
+    changed = structure.figures(launched)
+    real = tuple(d for d in open_ if (d.scope, d.name) in changed and d.verdict is not Verdict.AMBIGUOUS)
+    if real:
+        return Decision(
+            screen.benchmark,
+            Outcome.INCONCLUSIVE,
+            f"after {n} process(es) per side, not settled under their limits: {names(real)}"
+            f"{said_launches}",
+            ab, n, offset_pct, launches=launches,
+        )  # fmt: skip
     doubtful = doubts(ab)
     if any(d not in explained for d in doubtful):
         return Decision(
@@ -271,14 +293,21 @@ def settle(
             Outcome.INCONCLUSIVE,
             f"{inside_the_noise(n)}: {names(doubtful)}"
             f"{hostspeed.speeds_note(doubtful, speeds, ((), ()) if probes[0] else walls)}"
-            f"{_probe_note(doubtful, probes)}",
-            ab, n, offset_pct,
+            f"{_probe_note(doubtful, probes)}{said_launches}",
+            ab, n, offset_pct, launches=launches,
         )  # fmt: skip
     doubt = offset_doubt(screen, offset_pct) if check_offset else None
     if doubt:
-        return Decision(screen.benchmark, Outcome.INCONCLUSIVE, doubt, ab, n, offset_pct)
-    reason = "; ".join(["base and head agree on this runner", *dict.fromkeys([*spread, *explained.values()])])
-    return Decision(screen.benchmark, Outcome.PASS, reason, ab, n, offset_pct)
+        return Decision(screen.benchmark, Outcome.INCONCLUSIVE, doubt, ab, n, offset_pct, launches=launches)
+    agree = "their times agree within their limits" if launches else "base and head agree on this runner"
+    reason = "; ".join([agree, *dict.fromkeys([*spread, *explained.values()])]) + said_launches
+    return Decision(screen.benchmark, Outcome.PASS, reason, ab, n, offset_pct, launches=launches)
+
+
+def launched_note(launches: Sequence[str], n: int) -> str:
+    """The launches that changed in every process of each side, as a verdict names them."""
+    shown = "; ".join(launches[:3]) + (f"; {len(launches) - 3} more" if len(launches) > 3 else "")
+    return f"the head launches otherwise in each of its {n} process(es) and no base process does: {shown}"
 
 
 #: the figures a round line names per open suspect (a host-side move names every layer: 19 in yolov8n)

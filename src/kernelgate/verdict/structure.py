@@ -34,9 +34,10 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from kernelgate.config import Scope
 from kernelgate.measure import hosttime
 from kernelgate.measure.results import KernelStat, Measurement
 
@@ -141,6 +142,24 @@ def changes(base: Measurement, current: Measurement) -> tuple[Change, ...]:
         for layer, waits in hosttime.sync_changes(base.host_calls, current.host_calls).items():
             found += [Change(layer, layer, "waits", name, str(b), str(a)) for name, b, a in waits]
     return tuple(found)
+
+
+def confirmed(base: Sequence[Measurement], head: Sequence[Measurement]) -> tuple[Change, ...]:
+    """The structural changes between every base process and every head process of a same-host A/B:
+    what the head's code launches and the base's does not, in each process of each side. A change
+    seen between some processes only (a launch count the data decides, a kernel one process picked)
+    is the runner's, and is not among them."""
+    if not base or not head:
+        return ()
+    pairs = [changes(b, h) for b in base for h in head]
+    common = set(pairs[0]).intersection(*pairs[1:])
+    return tuple(c for c in pairs[0] if c in common)
+
+
+def figures(found: Sequence[Change]) -> frozenset[tuple[Scope, str]]:
+    """The judged figures the changes concern, as (scope, layer): a change of waits on the host
+    concerns the layer's host time, any other its GPU time."""
+    return frozenset((Scope.HOST if c.what == "waits" else Scope.LAYER, c.layer) for c in found)
 
 
 def _n(calls: float) -> str:
