@@ -82,8 +82,12 @@ def run_test(item: pytest.Item, nextitem: pytest.Item | None, state: State) -> N
     ihook = item.ihook
     ihook.pytest_runtest_logstart(nodeid=item.nodeid, location=item.location)
     reports = runtestprotocol(item, nextitem=nextitem, log=False)
-    if any(s.nodeid == item.nodeid for s in state.suspects):
+    suspect = next((s for s in state.suspects if s.nodeid == item.nodeid), None)
+    if suspect is not None:
         state.hold(Held(item.nodeid, item.location, reports))
+        progress = item.config.pluginmanager.get_plugin("kernelgate-progress")
+        if progress is not None:
+            progress.held(item.nodeid, sum(r.duration for r in reports), suspect.why)
         return
     for report in reports:
         ihook.pytest_runtest_logreport(report=report)

@@ -35,20 +35,27 @@ class Progress:
         if not finished or report.nodeid in self.done or self.config.get_verbosity() < 0:
             return
         self.done.add(report.nodeid)
+        self._write(
+            len(self.done), total, report.nodeid, report.duration, outcome(state, report), report.failed
+        )
+
+    def held(self, nodeid: str, seconds: float, why: str) -> None:
+        """A suspect's test ended; its outcome waits for the judge (kernelgate.plugin.outcome)."""
+        state = self.config.stash.get(STATE_KEY, None)
+        if state is None or len(state.gate_tests) < 2 or self.config.get_verbosity() < 0:
+            return
+        said = f"suspect{': ' + why if why else ''}; judged on this runner after the last test"
+        self._write(len(self.done) + 1, len(state.gate_tests), nodeid, seconds, said, False)
+
+    def _write(self, done: int, total: int, nodeid: str, seconds: float, verdict: str, failed: bool) -> None:
         from kernelgate.report.terminal import progress_line
 
-        verdict = outcome(state, report)
         line = progress_line(
-            len(self.done),
-            total,
-            report.nodeid.split("::")[-1],
-            report.duration,
-            time.monotonic() - self.start,
-            verdict,
+            done, total, nodeid.split("::")[-1], seconds, time.monotonic() - self.start, verdict
         )
         writer = self.config.pluginmanager.get_plugin("terminalreporter")
         if writer is not None:
-            markup = {"red": True} if report.failed else {"yellow": True} if verdict != "pass" else {}
+            markup = {"red": True} if failed else {"yellow": True} if verdict != "pass" else {}
             if getattr(getattr(writer, "_tw", None), "width_of_current_line", 0):
                 writer.write("\n")  # after pytest's dots (write_line starts a new line only after a path)
             writer.write_line(line, **markup)
@@ -65,6 +72,8 @@ def outcome(state: State, report: pytest.TestReport) -> str:
     if entry is None:
         return "passed"  # a pytest-xdist worker measured it, or it measured nothing
     name = entry.measurement.benchmark
+    if report.nodeid in state.verdicts:  # released after the judge: a failed verdict is failed above
+        return "pass on this runner (same-host A/B)"
     suspect = next((s for s in state.suspects if s.nodeid == report.nodeid), None)
     if suspect is not None:
         why = f": {suspect.why}" if suspect.why else ""
