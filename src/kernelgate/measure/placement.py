@@ -1,7 +1,7 @@
 """One configuration measured at several places in GPU memory, each iteration averaged over them.
 
 A layer's GPU time follows where its tensors sit in GPU memory. On an H200 (2026-11-27, torch
-2.11.0+cu130, ultralytics 8.4.190; ``benchmarks/placement.py``), five copies of yolo11n fp16 built one
+2.11.0+cu130, ultralytics 8.4.190; ``tools/placement.py``), five copies of yolo11n fp16 built one
 after another in one process (every copy kept) put ``model.22`` at 116.5, 124.6, 124.4, 122.7 and 117.2
 µs; the first copy measured again, 116.9 µs; three fresh processes gave every copy the same value
 within 0.4 µs. Where a configuration's tensors land follows what its process allocated before it (the

@@ -86,7 +86,7 @@ def at_own_level(
     such rounds lies between the levels, and a process at the slow one was over the full threshold
     against it, so the guard that sends every full-threshold move to the judge sent yolo26n fp16 in 3 of
     GPU 0's 5 A/A runs against four rounds, nothing else suspected in 2 of them (193 and 206 s against
-    125 s for the run with nothing suspected). Offline (``benchmarks/rescreen.py``) on the judge's
+    125 s for the run with nothing suspected). Offline (``tools/rescreen.py``) on the judge's
     records of three 2 x H200 machines (the seventeenth to nineteenth sessions), the screen run again on
     the 76 suspect configurations screened against their runner's own rounds: those 3 let go, no other;
     a +3 % slowdown put into each device layer of >= 20 µs (not host-coupled) of the 56 configurations

@@ -2,7 +2,7 @@
 let go now, and what a slowdown put into each device layer would do (docs/sensitivity.md, "Rounds
 appended late, and layers at a few levels per process", 2026-11-27).
 
-    python benchmarks/rescreen.py OUT/*/kg-*/samehost-records.json.xz [--inject 3]
+    python tools/rescreen.py OUT/*/kg-*/samehost-records.json.xz [--inject 3]
 
 Each kernel suspect whose stored baseline is the runner's own rounds (verdict/ownrange.recorded_here)
 is screened again from its stored rounds and the screen's own measurement, both kept in the records
