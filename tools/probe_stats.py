@@ -1,5 +1,5 @@
 """How well the CPU probe follows the runner: the table of docs/sensitivity.md ("Each step's CPU speed
-from a probe", 2026-11-26), from the same-host judge's records of GPU runs.
+from a probe"), from the same-host judge's records of GPU runs.
 
     python tools/probe_stats.py OUT/kg-*/samehost-records.json.xz
 

@@ -1,6 +1,6 @@
 """The screen run again on the judge's records: which suspects against a runner's own rounds it would
 let go now, and what a slowdown put into each device layer would do (docs/sensitivity.md, "Rounds
-appended late, and layers at a few levels per process", 2026-11-27).
+appended late, and layers at a few levels per process").
 
     python tools/rescreen.py OUT/*/kg-*/samehost-records.json.xz [--inject 3]
 

@@ -171,7 +171,7 @@ _COMMIT_DATE = re.compile(r"(?P<date>\d{4}-\d{2}-\d{2})-(?P<sha>[0-9a-f]{4,40})"
 
 def history_order(stem: str) -> tuple[float, str, str]:
     """How an older baseline file named ``stem`` sorts (its commit time; names without one last, by
-    name) and its label on the plot (``2026-11-21 14:02 abc1234``)."""
+    name) and its label on the plot (``YYYY-MM-DD HH:MM abc1234``)."""
     found = _COMMIT_TIME.fullmatch(stem)
     if found:
         when = datetime.datetime.fromtimestamp(int(found["time"]), datetime.UTC)
