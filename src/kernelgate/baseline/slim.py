@@ -172,7 +172,7 @@ def join(main: Mapping[str, Any], side: Any) -> dict[str, Any]:
     moved = side["benchmarks"]
     benchmarks = main.get("benchmarks")
     if not isinstance(benchmarks, list):
-        return dict(main)  # the file's own checks name it (store.load)
+        return dict(main)  # the file's own checks name it (reading.load)
     out = []
     names = set()
     for bench in benchmarks:

@@ -16,7 +16,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from kernelgate.baseline import store as baseline
+from kernelgate.baseline import reading as baseline
+from kernelgate.baseline.errors import BaselineError
 from kernelgate.baseline.names import safe_name
 from kernelgate.config import Scope
 from kernelgate.measure.results import Measurement
@@ -200,7 +201,7 @@ def load_history(
     for path in sorted(folder.glob("*.json"), key=lambda p: history_order(p.stem)[:2]):
         try:
             entries = baseline.load(path)
-        except baseline.BaselineError as exc:
+        except BaselineError as exc:
             notes.append(f"history: skipped {exc}")
             continue
         label = history_order(path.stem)[2]

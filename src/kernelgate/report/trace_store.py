@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from kernelgate.baseline.names import safe_name
-from kernelgate.baseline.store import path_for
+from kernelgate.baseline.reading import path_for
 from kernelgate.measure.naming import module_of_range
 from kernelgate.measure.trace import GPU_CATEGORIES, LAUNCH_CATEGORIES, RANGE_PREFIX, STEP_PREFIX
 from kernelgate.report.redact import PRIVATE_TRACE_KEYS, Redactor
