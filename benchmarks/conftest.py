@@ -55,7 +55,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if "probe_scenario" in metafunc.fixturenames:  # skipped, with the reason, without a GPU or nvcc
         ids = [f"ptxprobe-{s}" for s in PROBE_SCENARIOS]
         # opt-in until a runner's architecture has its probe baseline: a GPU runner with nvcc would
-        # otherwise fail every pull request on "no baseline" (.ci/gpu-jit --gate records one)
+        # otherwise fail every pull request on "no baseline" (tools/jit-coldstart --gate records one)
         opted = os.environ.get(PROBE_OPT_IN) == "1"
         mark = pytest.mark.skip(
             reason=f"the PTX probe is opt-in: set {PROBE_OPT_IN}=1 (needs nvcc and its baseline)"

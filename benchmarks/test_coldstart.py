@@ -16,7 +16,8 @@ from typing import Any
 
 RUNS = int(os.environ.get("KERNELGATE_COLDSTART_RUNS", "3"))
 # torch.compile(options=...) of the compiled cold starts, and variables for the PTX probe's children:
-# what a project would change (.ci/gpu-jit commits a change of each in a head to show the gate failing)
+# what a project would change (tools/jit-coldstart commits a change of each in a head to show the gate
+# failing)
 COMPILE_OPTIONS: dict[str, Any] = {}
 PROBE_ENV: dict[str, str] = {}
 

@@ -216,9 +216,9 @@ def cpu_op(name: str, ts: float, dur: float, tid: int = CPU_TID) -> dict[str, An
     return {"ph": "X", "cat": "cpu_op", "name": name, "pid": 1, "tid": tid, "ts": ts, "dur": dur}
 
 
-def benchmarks_script(name: str) -> ModuleType:
-    """``benchmarks/<name>.py`` (a script, not a package module) loaded as module ``name``."""
-    path = Path(__file__).resolve().parents[1] / "benchmarks" / f"{name}.py"
+def tools_script(name: str) -> ModuleType:
+    """``tools/<name>.py`` (a script, not a package module) loaded as module ``name``."""
+    path = Path(__file__).resolve().parents[1] / "tools" / f"{name}.py"
     spec = importlib.util.spec_from_file_location(name, path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)

@@ -81,7 +81,7 @@ def test_gate_catches_a_small_slowed_layer_on_gpu(
     ).assert_outcomes(passed=1)
     pytester.runpytest_subprocess(*plugin_args, "-p", "no:cacheprovider").assert_outcomes(passed=1)
     # the stored-baseline screen alone: the same-host judge needs a git repository (its GPU runs:
-    # .ci/gpu-judge; on the CPU: test_samehost_e2e.py)
+    # tools/judge-lab; on the CPU: test_samehost_e2e.py)
     slowed = pytester.runpytest_subprocess(
         *plugin_args,
         "-p",

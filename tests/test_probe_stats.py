@@ -1,4 +1,4 @@
-"""benchmarks/probe_stats.py: the docs' table of how well the CPU probe follows the runner, from the
+"""tools/probe_stats.py: the docs' table of how well the CPU probe follows the runner, from the
 judge's records (synthetic ones here, shaped like tests/test_cpu_probe.py's A/A run)."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from dataclasses import replace
 from pathlib import Path
 from types import ModuleType
 
-from factories import benchmarks_script
+from factories import tools_script
 from test_cpu_probe import (
     BASE_INPUT,
     BASE_SPEED,
@@ -27,7 +27,7 @@ from kernelgate.verdict.compare import compare
 
 
 def probe_stats() -> ModuleType:
-    return benchmarks_script("probe_stats")
+    return tools_script("probe_stats")
 
 
 def kept(name: str, base: list[Measurement], head: list[Measurement]) -> dict[str, object]:

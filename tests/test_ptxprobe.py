@@ -1,6 +1,6 @@
 """The PTX probe on the CPU: its source and nvcc command, why it skips, the build (on a fake nvcc, and
 on the real one where the machine has it), the driver calls of its child on a fake libcuda, and its
-gate failing when the JIT cache stops keeping it. The GPU run is .ci/gpu-jit."""
+gate failing when the JIT cache stops keeping it. The GPU run is tools/jit-coldstart."""
 
 from __future__ import annotations
 

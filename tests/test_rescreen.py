@@ -1,4 +1,4 @@
-"""benchmarks/rescreen.py: the screen run again on the judge's records (synthetic ones here, shaped like
+"""tools/rescreen.py: the screen run again on the judge's records (synthetic ones here, shaped like
 tests/test_own_rounds.py's two own levels of one layer)."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from pathlib import Path
 from types import ModuleType
 
 import pytest
-from factories import benchmarks_script
+from factories import tools_script
 from test_own_rounds import own_two, process
 
 from kernelgate.config import GateConfig
@@ -17,7 +17,7 @@ from kernelgate.verdict.compare import compare
 
 
 def rescreen() -> ModuleType:
-    return benchmarks_script("rescreen")
+    return tools_script("rescreen")
 
 
 def records(tmp_path: Path, *levels: float) -> Path:

@@ -1,4 +1,4 @@
-"""benchmarks/sensitivity.py's evaluation across hosts, on synthetic collections: the screen against a
+"""tools/sensitivity.py's evaluation across hosts, on synthetic collections: the screen against a
 baseline of another (faster) host, then the judge on this host's processes."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import random
 from pathlib import Path
 from types import ModuleType
 
-from factories import benchmarks_script, kernel, measurement
+from factories import kernel, measurement, tools_script
 
 from kernelgate.measure.results import Measurement
 
@@ -17,7 +17,7 @@ LAYERS = {"model.1": 32.0, "model.2": 100.0, "model.22": 300.0}
 
 
 def sensitivity() -> ModuleType:
-    return benchmarks_script("sensitivity")
+    return tools_script("sensitivity")
 
 
 def forward(rng: random.Random, scale: float = 1.0, extra: float = 0.0) -> Measurement:

@@ -13,7 +13,8 @@ from pathlib import Path
 from kernelgate import __version__, cli_baseline, config, exits, offline
 from kernelgate import replay as judge_replay
 from kernelgate.baseline import hosts as baseline_hosts
-from kernelgate.baseline import store as baseline
+from kernelgate.baseline import reading as baseline
+from kernelgate.baseline.errors import BaselineError
 from kernelgate.coldstart import command
 from kernelgate.coldstart import verdict as coldverdict
 from kernelgate.machine.identity import detect_arch_key
@@ -36,7 +37,7 @@ def _compare(args: argparse.Namespace) -> int:
         gate, _ = config.load_pyproject(Path(args.config))
         base = baseline.load(Path(args.baseline))
         current = baseline.load(Path(args.current))
-    except (baseline.BaselineError, config.ConfigError) as exc:
+    except (BaselineError, config.ConfigError) as exc:
         print(f"kernelgate: {exc}", file=sys.stderr)
         return 2
     pairs = offline.judge(base, current, gate, args.baseline, processes=getattr(args, "processes", False))
@@ -103,7 +104,7 @@ def _report(args: argparse.Namespace) -> int:
     try:
         base = baseline.load(base_path)
         current = baseline.load(current_path)
-    except baseline.BaselineError as exc:
+    except BaselineError as exc:
         print(f"kernelgate: {exc}", file=sys.stderr)
         return 2
     history, notes = publish.load_history(Path(args.history) if args.history else None, current)
@@ -181,7 +182,7 @@ def _groups(args: argparse.Namespace) -> int:
     for name in args.results:
         try:
             entries = baseline.load(Path(name))
-        except baseline.BaselineError as exc:
+        except BaselineError as exc:
             print(f"kernelgate: {exc}", file=sys.stderr)
             return 2
         found = [e.measurement for e in entries.values() if coldverdict.record_of(e) is None]
@@ -314,7 +315,7 @@ def _run(args: argparse.Namespace) -> int:
     """A command; a configuration or a result file it cannot use is bad input (exit 2, one line)."""
     try:
         return int(args.run(args))
-    except (config.ConfigError, baseline.BaselineError) as exc:
+    except (config.ConfigError, BaselineError) as exc:
         raise exits.InputError(str(exc)) from exc
 
 

@@ -16,18 +16,20 @@ from pathlib import Path
 from typing import Any
 
 from kernelgate import config
-from kernelgate.baseline import review, slim, store, summary
+from kernelgate.baseline import reading, review, slim, store, summary
+from kernelgate.baseline.errors import BaselineError
 from kernelgate.baseline.files import locked
+from kernelgate.baseline.values import parse
 
 
 def _file(name: str) -> Path:
     path = Path(name)
-    return path / store.FILE_NAME if path.is_dir() else path
+    return path / reading.FILE_NAME if path.is_dir() else path
 
 
 def _configs(path: Path) -> tuple[str, list[summary.Configuration]]:
     """The architecture key and the summarized configurations of baseline file ``path``."""
-    entries = store.load(path)
+    entries = reading.load(path)
     arch = next((e.measurement.arch for e in entries.values()), path.parent.name)
     return arch, summary.configurations(e.benchmark for e in entries.values())
 
@@ -45,7 +47,7 @@ def _diff(args: argparse.Namespace) -> int:
             old_path = _file(old_name)
             old = _configs(old_path)[1] if old_path.exists() else []
             parts.append(review.render(arch, old, new, gate, 0 if args.all else review.SHOWN))
-    except (store.BaselineError, config.ConfigError) as exc:
+    except (BaselineError, config.ConfigError) as exc:
         print(f"kernelgate: {exc}", file=sys.stderr)
         return 2
     sys.stdout.write(review.fit(parts))
@@ -57,10 +59,10 @@ def _size(path: Path) -> int:
 
 
 def _migrate(args: argparse.Namespace) -> int:
-    paths = [Path(p) for p in args.files] or sorted(Path(args.baseline_dir).glob(f"*/{store.FILE_NAME}"))
+    paths = [Path(p) for p in args.files] or sorted(Path(args.baseline_dir).glob(f"*/{reading.FILE_NAME}"))
     if not paths:
         print(
-            f"kernelgate baseline migrate: no {store.FILE_NAME} under {args.baseline_dir}/", file=sys.stderr
+            f"kernelgate baseline migrate: no {reading.FILE_NAME} under {args.baseline_dir}/", file=sys.stderr
         )
         return 2
     for path in paths:
@@ -68,14 +70,14 @@ def _migrate(args: argparse.Namespace) -> int:
         before = _size(path) + _size(side)
         try:
             with locked(path):
-                raw: Any = store.parse(path, path.read_text(encoding="utf-8"))
+                raw: Any = parse(path, path.read_text(encoding="utf-8"))
                 version = raw.get("kernelgate", {}).get("schema_version") if isinstance(raw, dict) else None
-                store.write_document(path, store.read_document(path))
-        except (store.BaselineError, OSError) as exc:
+                store.write_document(path, reading.read_document(path))
+        except (BaselineError, OSError) as exc:
             print(f"kernelgate: {exc}", file=sys.stderr)
             return 2
         print(
-            f"{path}: schema {version} -> {store.SCHEMA_VERSION}, {before:,} bytes -> {_size(path):,} "
+            f"{path}: schema {version} -> {reading.SCHEMA_VERSION}, {before:,} bytes -> {_size(path):,} "
             f"({path.name}) + {_size(side):,} ({side.name}) + {_size(notes):,} ({notes.name})"
         )
     return 0
@@ -99,8 +101,8 @@ def add(sub: Any) -> None:
     )
     diff.set_defaults(run=_diff)
     migrate = commands.add_parser(
-        "migrate", help=f"rewrite baseline files at schema {store.SCHEMA_VERSION} (numbers unchanged)"
+        "migrate", help=f"rewrite baseline files at schema {reading.SCHEMA_VERSION} (numbers unchanged)"
     )
-    migrate.add_argument("files", nargs="*", help=f"default: every <baseline-dir>/*/{store.FILE_NAME}")
+    migrate.add_argument("files", nargs="*", help=f"default: every <baseline-dir>/*/{reading.FILE_NAME}")
     migrate.add_argument("--baseline-dir", default="baselines")
     migrate.set_defaults(run=_migrate)

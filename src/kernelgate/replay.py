@@ -5,9 +5,8 @@ its screen and stored baseline, and every record of each base and head process
 (:mod:`kernelgate.plugin.evidence`). ``kernelgate replay FILE...`` decides each kernel suspect again by
 this kernelgate's rule and the ``[tool.kernelgate]`` given: on the first N processes a side, N from
 ``confirm_min_rounds`` on, as the live judge went round by round. What a reviewer who doubts a verdict,
-or a kernelgate upgrade, can check without the GPU (docs/sensitivity.md's replay tables came from it:
-of a 4-GPU H200 machine's 13 A/A runs, the rule of their tree gave its false regression and its doubt
-again, the next rule neither, 2026-11-26/27). Where the rounds a run had do not settle a suspect, it is
+or a kernelgate upgrade, can check without the GPU (docs/sensitivity.md's replay tables come from it,
+"A CI job on each GPU of a 4-GPU H200 machine"). Where the rounds a run had do not settle a suspect, it is
 ``open``: the live judge would have measured another round, and what it would have shown is not known.
 Cold-start suspects are left out (their judge reads other records).
 """

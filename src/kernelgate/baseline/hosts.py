@@ -14,13 +14,14 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
-from kernelgate.baseline import store
+from kernelgate.baseline import reading
+from kernelgate.baseline.errors import BaselineError
 from kernelgate.baseline.names import shown
 from kernelgate.machine.fingerprint import HostFingerprint, RecordedHosts, add_runner_command, stranger
 from kernelgate.measure.results import Measurement
 
 
-def of_entries(entries: Iterable[store.Entry]) -> RecordedHosts:
+def of_entries(entries: Iterable[reading.Entry]) -> RecordedHosts:
     """The hosts that recorded any round of ``entries`` (a baseline file's). A host's rounds are the
     most it recorded of any one configuration: one recording run measures every configuration, so
     three rounds of ten configurations are 3 rounds, not 30."""
@@ -42,17 +43,17 @@ def where(baseline_dir: Path, key: str) -> str:
 def recorded(baseline_dir: Path, key: str) -> RecordedHosts | None:
     """The hosts that recorded the baseline of ``key`` (None: no such baseline, or an unreadable one);
     ``kernelgate doctor`` checks this machine against them."""
-    path = store.path_for(baseline_dir, key)
+    path = reading.path_for(baseline_dir, key)
     if not path.is_file():
         return None
     try:
-        return of_entries(store.load(path).values())
-    except store.BaselineError:
+        return of_entries(reading.load(path).values())
+    except BaselineError:
         return None
 
 
 def runner_notes(
-    entries: Mapping[str, store.Entry], measured: Iterable[Measurement], folder: str
+    entries: Mapping[str, reading.Entry], measured: Iterable[Measurement], folder: str
 ) -> list[str]:
     """One note per host of this run (``measured``) that is none of the hosts that recorded
     ``entries`` (the baseline in ``folder``); none where no recorded round has a fingerprint."""

@@ -1,15 +1,13 @@
 """The rounds of a baseline entry that this runner recorded itself: the screen's yardstick where a
-baseline holds rounds of several hosts.
+baseline holds rounds of several hosts (baseline stage, read by the verdict's screen).
 
 Runners of one architecture may each add rounds to ``baselines/<arch>/`` (``kernelgate record --rounds 2
 --append -- benchmarks`` on each, two rounds for their spread; every round keeps its host's fingerprint).
-Against another host's rounds the screen sees that host's offset (on H100 and H200 hosts, layers -2.4 …
-+4.4 % and the ``input`` copy +13 … +41 %, docs/sensitivity.md), makes most configurations suspects, and
-the same-host judge then measures base and head for minutes (326-557 s an A/A run on a 4-GPU H200 machine,
-2026-11-26/27). Against its own rounds a runner is exact (layers within ±0.4 % between processes of one
-host, 2026-11-21): an unchanged run is the screen alone (100-120 s on an H100 host, 2026-11-24, where
-nothing was suspected). So where this runner recorded some of an entry's rounds and other hosts recorded
-the others, the screen compares with this runner's rounds alone, and says so; elsewhere with all of them.
+Against another host's rounds the screen sees that host's offset, makes most configurations suspects, and
+the same-host judge then measures base and head for minutes; against its own rounds a runner is exact to a
+fraction of a %, and an unchanged run is the screen alone (docs/fleet.md). So where this runner recorded
+some of an entry's rounds and other hosts recorded the others, the screen compares with this runner's rounds
+alone, and says so; elsewhere with all of them.
 """
 
 from __future__ import annotations

@@ -77,8 +77,7 @@ def _center(medians: tuple[float, ...]) -> float:
 def _figures(m: Measurement) -> Iterator[tuple[str, Scope, str, Dist]]:
     """The device-side figures: host-coupled ones (the ``input`` copy and the pipeline's CPU stages,
     cold starts) move between processes of one host by tens of % without anything else running
-    (the input copy +25 … +36 % in rounds 2 and 3 of a baseline on an H100, 2026-11-25; a warm cold
-    start +48 … +63 %): the same-host judge decides them, a round is not refused for them."""
+    (docs/faults.md): the same-host judge decides them, a round is not refused for them."""
     if not m.layers:  # a cold start: its phases are all host work
         return
     yield "total", Scope.TOTAL, "total", m.total

@@ -128,8 +128,8 @@ def join_record(main: Mapping[str, Any], side: Mapping[str, Any]) -> dict[str, A
 def json_copy(node: Any) -> Any:
     """A copy of a parsed JSON tree (its dicts and lists new, the numbers and strings shared): what
     ``copy.deepcopy`` gives for JSON, at a fraction of its cost (no memo of shared objects, which JSON
-    has none of): it took 1.9 of the 4.0 s of loading the committed H100 baseline, profiled,
-    2026-11-26."""
+    has none of), which took about half of the time to load a committed baseline (docs/measurements.md,
+    "Figures behind the code's rules")."""
     tree = (dict, list)
     if isinstance(node, dict):
         return {key: json_copy(value) if isinstance(value, tree) else value for key, value in node.items()}
@@ -172,7 +172,7 @@ def join(main: Mapping[str, Any], side: Any) -> dict[str, Any]:
     moved = side["benchmarks"]
     benchmarks = main.get("benchmarks")
     if not isinstance(benchmarks, list):
-        return dict(main)  # the file's own checks name it (store.load)
+        return dict(main)  # the file's own checks name it (reading.load)
     out = []
     names = set()
     for bench in benchmarks:

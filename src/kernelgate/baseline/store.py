@@ -1,211 +1,50 @@
-"""Baseline files: ``baselines/<arch-key>/0001_kernelgate.json``.
+"""Saving a baseline file, the second stage of the flow (measure -> baseline -> verdict -> report):
+``baselines/<arch-key>/0001_kernelgate.json`` written, merged with what it held, under its lock.
 
-The file is a pytest-benchmark result file (so ``pytest --benchmark-compare`` and
-``pytest-benchmark compare`` read it as it is), with kernelgate's measurement of each benchmark in
-``benchmarks[i].extra_info.kernelgate`` and a schema version in the top-level ``kernelgate`` table.
-Schema 2 keeps the per-iteration samples and the kernels in a compressed file beside it
+Schema 2 writes the per-iteration samples and the kernels to a compressed file beside the main file
 (:mod:`kernelgate.baseline.slim`), and every save writes ``SUMMARY.md`` beside it too
 (:mod:`kernelgate.baseline.summary`): its diff is the review of a re-record. Keys are sorted and
-number lists kept on one line.
+number lists kept on one line. Saving reads (:mod:`kernelgate.baseline.reading`), merges and writes
+under a lock file (``filelock``), so concurrent runs lose nothing.
 
-Reading never trusts the file: duplicate keys, NaN, summaries that disagree with their samples
-(a hand edit), a file of another architecture, or one from a newer kernelgate are refused with the
-file's name and the fix. Older schema versions are upgraded through :data:`MIGRATIONS`. Saving
-reads, merges and writes under a lock file (``filelock``), so concurrent runs lose nothing.
+The names of :mod:`kernelgate.baseline.reading` (``Entry``, ``load``, ``path_for``, ...) are
+re-exported: the plugin, the reports and the tests use one module for a baseline file.
 """
 
 from __future__ import annotations
 
-import copy
 import json
 import re
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, replace
+from collections.abc import Iterable, Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from kernelgate.baseline import byhost, files, rounds, slim, summary
 from kernelgate.baseline.errors import RECORD_CMD as RECORD_CMD
-from kernelgate.baseline.errors import REPLACE_CMD, REPLACE_OPTION, unusable
+from kernelgate.baseline.errors import REPLACE_CMD, REPLACE_OPTION
 from kernelgate.baseline.errors import BaselineError as BaselineError
 from kernelgate.baseline.files import LOCK_TIMEOUT_S, remove_stale_temps
 from kernelgate.baseline.files import lock_path as lock_path
 from kernelgate.baseline.files import locked as locked
 from kernelgate.baseline.files import write_atomic as write_atomic
-from kernelgate.baseline.names import check_component
-from kernelgate.baseline.values import check_summaries
+from kernelgate.baseline.reading import FILE_NAME as FILE_NAME
+from kernelgate.baseline.reading import MIGRATIONS as MIGRATIONS
+from kernelgate.baseline.reading import SCHEMA_VERSION as SCHEMA_VERSION
+from kernelgate.baseline.reading import Entry as Entry
+from kernelgate.baseline.reading import load as load
+from kernelgate.baseline.reading import migrate as migrate
+from kernelgate.baseline.reading import path_for as path_for
+from kernelgate.baseline.reading import read_document as read_document
+from kernelgate.baseline.reading import recorded_keys as recorded_keys
 from kernelgate.baseline.values import parse as parse
 from kernelgate.config import GateConfig
-from kernelgate.machine.fingerprint import RecordedHosts
-from kernelgate.measure.results import Measurement, combine
+from kernelgate.measure.results import combine
 
-SCHEMA_VERSION = 2
-FILE_NAME = "0001_kernelgate.json"
 SAMPLES_FORMAT = (
     "xz-compressed JSON: per benchmark, its kernels and the samples of its other distributions by JSON "
     "pointer (kernelgate.baseline.slim); xz -dc FILE | python -m json.tool"
 )
-
-Migration = Callable[[dict[str, Any]], dict[str, Any]]
-
-
-def _records_unchanged(document: dict[str, Any]) -> dict[str, Any]:
-    """Schema 1 -> 2: the records are the same; schema 2 keeps the samples and the kernels in a file
-    beside the main file (:mod:`kernelgate.baseline.slim`), which :func:`read_document` has joined
-    back by the time a document is migrated. The next save writes the two files."""
-    return document
-
-
-# schema version N -> a function that turns a version-N document (full records, in memory) into
-# version N + 1. Add an entry here (and a test with a file of the old version) whenever it changes.
-MIGRATIONS: dict[int, Migration] = {1: _records_unchanged}
-
-
-@dataclass(frozen=True)
-class Entry:
-    """One benchmark in a baseline file: pytest-benchmark's fields plus kernelgate's measurement."""
-
-    fullname: str
-    measurement: Measurement
-    benchmark: Mapping[str, Any]
-
-    def to_json(self) -> dict[str, Any]:
-        """JSON types only (a pytest-xdist worker sends its entries to the controller this way);
-        the measurement as a baseline file holds it, not a second copy in ``extra_info``."""
-        bench = {k: v for k, v in self.benchmark.items() if k != "extra_info"}
-        extra = {k: v for k, v in (self.benchmark.get("extra_info") or {}).items() if k != "kernelgate"}
-        if extra:
-            bench["extra_info"] = extra
-        text = json.dumps(bench, default=str)  # parameter values as pytest-benchmark writes them
-        return {
-            "fullname": self.fullname,
-            "measurement": self.measurement.to_json(),
-            "benchmark": json.loads(text),
-        }
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> Entry:
-        return cls(str(data["fullname"]), Measurement.from_json(data["measurement"]), dict(data["benchmark"]))
-
-    @property
-    def hosts(self) -> RecordedHosts:
-        """The distinct hosts that recorded this benchmark's rounds (ids and descriptions:
-        ``hosts.to_json()``), and how many rounds carry no fingerprint (an older kernelgate)."""
-        return RecordedHosts.of(self.measurement.round_hosts)
-
-
-def path_for(baseline_dir: Path, arch: str) -> Path:
-    """``<baseline_dir>/<arch>/0001_kernelgate.json``; ``arch`` must be a plain folder name."""
-    return baseline_dir / check_component(arch, "architecture key") / FILE_NAME
-
-
-def migrate(
-    path: Path, data: dict[str, Any], migrations: Mapping[int, Migration] | None = None
-) -> dict[str, Any]:
-    """``data`` upgraded to :data:`SCHEMA_VERSION` through ``migrations`` (default :data:`MIGRATIONS`)."""
-    steps = MIGRATIONS if migrations is None else migrations
-    version = data["kernelgate"].get("schema_version")
-    if not isinstance(version, int) or isinstance(version, bool):
-        raise unusable(
-            path,
-            f"schema version {version!r} is not a whole number (this kernelgate writes {SCHEMA_VERSION})",
-        )
-    if version > SCHEMA_VERSION:
-        raise BaselineError(
-            f"{path}: schema version {version}, written by a newer kernelgate (this one reads versions up to "
-            f"{SCHEMA_VERSION}). Upgrade kernelgate (pip install -U kernelgate); re-recording with "
-            f"'{RECORD_CMD}' is refused, since it would drop what this version cannot read.",
-            replaceable=False,
-        )
-    while version < SCHEMA_VERSION:
-        step = steps.get(version)
-        if step is None:
-            known = ", ".join(map(str, sorted(steps))) or "none"
-            raise unusable(
-                path, f"schema version {version} cannot be upgraded (migrations exist from: {known})"
-            )
-        try:
-            data = step(copy.deepcopy(data))
-        except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
-            raise unusable(
-                path, f"schema version {version} could not be upgraded ({type(exc).__name__}: {exc})"
-            ) from exc
-        version += 1
-        data.setdefault("kernelgate", {})["schema_version"] = version
-    return data
-
-
-def read_document(path: Path, root: Path | None = None) -> dict[str, Any]:
-    """The document of main file ``path`` at :data:`SCHEMA_VERSION`, with full records: the samples
-    file beside it joined in where the main file names one (``kernelgate.samples``), the round
-    medians of the main file kept (:func:`load` checks and drops them). Raises :class:`BaselineError`."""
-    if root is not None:
-        files.confined(path, root)
-    files.check_file(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as exc:
-        raise unusable(path, f"not UTF-8 text (byte {exc.start})") from exc
-    except OSError as exc:
-        raise unusable(path, f"cannot be read ({exc.strerror})") from exc
-    data = parse(path, text)
-    if not isinstance(data, dict) or not isinstance(data.get("kernelgate"), dict):
-        raise unusable(path, "not a kernelgate baseline (no top-level 'kernelgate' table)")
-    version = data["kernelgate"].get("schema_version")
-    if isinstance(version, int) and 2 <= version <= SCHEMA_VERSION and "samples" in data["kernelgate"]:
-        side = slim.read_samples(path, data["kernelgate"]["samples"], root)
-        try:
-            data = slim.join(data, side)
-        except ValueError as exc:
-            raise unusable(
-                path, f"its samples file {slim.sidecar_path(path).name} does not fit it: {exc}"
-            ) from exc
-        del data["kernelgate"]["samples"]
-    return migrate(path, data)
-
-
-def load(path: Path, arch: str | None = None, root: Path | None = None) -> dict[str, Entry]:
-    """The benchmarks in ``path`` by full name. Raises :class:`BaselineError` on any defect.
-
-    With ``arch``, the file must hold measurements of that architecture key (this machine's); with
-    ``root`` (the baseline folder), it and its samples file must lie inside it, also through
-    symbolic links.
-    """
-    data = read_document(path, root)
-    file_arch = data["kernelgate"].get("arch")
-    if not isinstance(file_arch, str) or not file_arch:
-        raise unusable(path, f"no architecture key ('kernelgate.arch' is {file_arch!r})")
-    if arch is not None and file_arch != arch:
-        raise BaselineError(
-            f"{path}: holds baselines of {file_arch}, but this machine's key is {arch}. A baseline of "
-            f"another GPU would compare unlike with unlike: move the file to "
-            f"{path.parent.parent / file_arch}/ if it was misplaced, and record this machine's with "
-            f"'{RECORD_CMD}'."
-        )
-    benchmarks = data.get("benchmarks")
-    if not isinstance(benchmarks, list):
-        raise unusable(path, "no 'benchmarks' list")
-    entries: dict[str, Entry] = {}
-    for i, bench in enumerate(benchmarks):
-        try:
-            fullname = str(bench["fullname"])
-            raw = bench["extra_info"]["kernelgate"]
-            check_summaries(raw)
-            slim.drop_derived(raw)
-            measurement = Measurement.from_json(raw)
-            rounds.kept_rounds(bench)
-        except (KeyError, TypeError, ValueError, AttributeError) as exc:
-            raise unusable(path, f"benchmarks[{i}] is malformed ({type(exc).__name__}: {exc})") from exc
-        if fullname in entries:
-            raise unusable(path, f"benchmarks[{i}] repeats {fullname!r} (a bad merge?)")
-        if measurement.arch != file_arch:
-            raise unusable(
-                path,
-                f"benchmarks[{i}] ({fullname}) was measured on {measurement.arch}, "
-                f"but the file is {file_arch}'s",
-            )
-        entries[fullname] = Entry(fullname, measurement, bench)
-    return entries
 
 
 # Only lists that json.dumps(indent=2) spread over lines: a JSON string never holds a raw newline,
@@ -390,10 +229,3 @@ def save(
                 replaceable=False,
             ) from exc
     return notes
-
-
-def recorded_keys(baseline_dir: Path) -> list[str]:
-    """The architecture keys that have a baseline file in ``baseline_dir``."""
-    if not baseline_dir.is_dir():
-        return []
-    return sorted(p.name for p in baseline_dir.iterdir() if (p / FILE_NAME).is_file())

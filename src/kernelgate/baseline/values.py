@@ -21,8 +21,8 @@ class _Invalid(ValueError):
 
 
 def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    # dict() in C first, the loop only to name a repeated key: the samples file of a committed
-    # baseline holds 14,000 objects, and this hook's loop was a third of its 0.44 s read (2026-11-27)
+    # dict() in C first, the loop only to name a repeated key: a committed baseline's samples file holds
+    # thousands of objects, and a loop per pair is a large part of its read (docs/measurements.md)
     found = dict(pairs)
     if len(found) == len(pairs):
         return found
@@ -64,9 +64,9 @@ def _dists(raw: Mapping[str, Any]) -> Iterator[tuple[str, Any]]:
 
 
 # The checks of every sample of a file, in the common case of a list of floats only without a Python
-# loop per sample (map over builtins): loading a committed baseline (0.9 M samples) took 1.3 s, 0.5 s
-# of it in these checks, with the generator expressions of the general case (2-core machine,
-# 2026-11-27). Lists holding anything else take the general case, in the same order as before.
+# loop per sample (map over builtins): a committed baseline holds about a million samples, and a
+# generator expression per sample is a large part of its load (docs/measurements.md). Lists holding
+# anything else take the general case, with the same checks in the same order.
 def _numbers(samples: list[Any], kinds: set[type]) -> bool:
     if kinds <= {float, int}:
         return True

@@ -28,7 +28,7 @@ from kernelgate.units import duration, limit
 from kernelgate.verdict.compare import Comparison, Delta, Judge, Verdict, median_rule
 
 if TYPE_CHECKING:
-    from kernelgate.baseline.store import Entry
+    from kernelgate.baseline.reading import Entry
 
 EXTRA_KEY = "kernelgate_coldstart"
 # the runs of each runner that appended a round (``--kernelgate-save --kernelgate-append``), by host id:
@@ -54,7 +54,7 @@ def own_record(entry: Entry, host_id: str) -> ColdStart | None:
 
 def read_records(path: Path) -> dict[str, ColdStart]:
     """Cold-start records by benchmark id, from a baseline or results file or a ``coldstart --out`` file."""
-    from kernelgate.baseline import store as baseline
+    from kernelgate.baseline import reading as baseline
 
     data = json.loads(path.read_text(encoding="utf-8"))
     if isinstance(data, dict) and "benchmarks" in data:
@@ -67,14 +67,15 @@ def recorded_cache_bytes(baseline_dir: Path, key: str) -> int | None:
     """The largest JIT cache a cold start recorded in the baseline of ``key`` left behind (None: no
     such baseline, an unreadable one, or no cold start in it); ``kernelgate doctor`` sizes the
     cache against it."""
-    from kernelgate.baseline import store as baseline
+    from kernelgate.baseline import reading as baseline
+    from kernelgate.baseline.errors import BaselineError
 
     path = baseline.path_for(baseline_dir, key)
     if not path.is_file():
         return None
     try:
         entries = baseline.load(path)
-    except baseline.BaselineError:
+    except BaselineError:
         return None
     sizes = [rec.cache_bytes for e in entries.values() if (rec := record_of(e)) is not None]
     return max(sizes) if sizes else None

@@ -1,4 +1,5 @@
-"""Gate configuration: ``[tool.kernelgate]`` in pyproject.toml plus command-line overrides.
+"""Gate configuration, read by every stage of the flow (measure -> baseline -> verdict -> report):
+``[tool.kernelgate]`` in pyproject.toml plus command-line overrides.
 
 No torch here: the plugin reads this at start-up.
 """
@@ -129,9 +130,9 @@ class GateConfig:
     coldstart_floor_ms: float = 250.0
     # the host side (what the user waits for in a launch-bound forward is mostly host time): a layer's
     # host time, the end-to-end latency of a step, and whether a new wait for the device in a layer (a
-    # synchronisation, a device-to-host copy) fails by itself. Host times of one layer moved 14-30 %
-    # between the processes of one H100 host (round spread, 2026-11-25) where a 0.2 ms sleep in
-    # yolo11n's SPPF was +82 %: the thresholds sit well above that noise
+    # synchronisation, a device-to-host copy) fails by itself. The thresholds sit well above the host
+    # times' spread between processes of one host, below what a 0.2 ms sleep in a layer does
+    # (docs/measurements.md, "Where the latency goes, and what is gated")
     host_layer_threshold: float = 0.5
     host_floor_us: float = 20.0
     wall_threshold: float = 0.1

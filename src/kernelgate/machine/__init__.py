@@ -1,4 +1,4 @@
-"""kernelgate.machine: the machine a measurement runs on.
+"""The machine a measurement runs on, below the flow (measure -> baseline -> verdict -> report).
 
 It owns the GPU's identity and the baseline key (``identity``, ``visible``), the GPU's state now
 (``state``), software versions and the recorded environment (``software``), which host measured a

@@ -129,7 +129,7 @@ def check_cpu(f: Facts) -> list[Finding]:
                 f"fastest CPU and {min(times[c] for c in slow):.1f} … {max(times.values()):.1f} ms on "
                 f"{len(slow)} of {len(times)} (CPUs {_cpus(slow)}; fast: {_cpus(fast)}). The launching "
                 "thread's speed then depends on the CPU it runs on at the moment: a launch-bound step "
-                "moved up to 2x between processes of the same code on such hosts (lent H100s, 2026-11-26), "
+                "moved up to 2x between processes of the same code on such hosts (lent H100s), "
                 "so the same-host judge needs more rounds to settle the host side",
                 "a runner whose CPUs are its own (no cores shared with other tenants; on a hybrid CPU, the "
                 "performance cores: taskset -c LIST pytest benchmarks); run kernelgate doctor again to see "
@@ -172,7 +172,7 @@ def check_threads(f: Facts) -> list[Finding]:
                 f"{where} = {each} on a host of {gpus} GPUs and {host} CPUs: a job on each GPU runs "
                 f"{each * gpus} torch threads on {host} CPUs, whose waiting threads take CPUs the other "
                 "jobs launch kernels from (4 jobs of 64 threads on a 64-CPU, 4-GPU H200 host: the "
-                "same-host judge's rounds twice as long, 2 of 4 A/A runs red, 2026-11-27)",
+                "same-host judge's rounds twice as long, 2 of 4 A/A runs red)",
                 fix,
             )
         ]

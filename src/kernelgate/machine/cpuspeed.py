@@ -1,10 +1,10 @@
 """How fast each CPU of this machine runs the same Python loop now: what ``kernelgate doctor`` reads to
 tell a runner whose CPUs run at two speeds.
 
-On lent H100 hosts (16-CPU VMs, 2026-11-26) a fixed loop took about 8 ms on half of the CPUs and 11-15
-ms on the other half, and which half was slow changed within seconds (``/proc/stat`` showed no steal
-time). There a launch-bound eager step moved by up to 2x between processes of the same code, pinned
-or not (docs/sensitivity.md), so the same-host judge needed more processes to settle the host side.
+On some runners (shared VMs) a fixed loop takes 1.3-1.9x as long on half of the CPUs, and which half
+is slow changes within seconds; there a launch-bound eager step moves by up to 2x between processes
+of the same code, pinned or not, so the same-host judge needs more processes to settle the host side
+(docs/sensitivity.md, "Four more H100 hosts: why every configuration is a suspect").
 On an Intel hybrid CPU the efficiency cores likewise run the launching thread slower than the
 performance cores.
 

@@ -56,7 +56,7 @@ def changes(baseline: Mapping[str, str], current: Mapping[str, str]) -> list[Cha
     own = {"torch_threads", f"env.{THREADS}"} if shared else set()
     # which GPU of the same product a job was given (a runner host's job on its GPU 1): the host
     # fingerprint names the GPU, and one that runs slower is what the same-host judge measures. Listed,
-    # it led every regression of a 2-GPU runner's jobs to "CUDA_VISIBLE_DEVICES (unset) -> 1" (2026-11-27)
+    # it would lead every regression of a multi-GPU runner's jobs to "CUDA_VISIBLE_DEVICES (unset) -> 1"
     if baseline.get("gpu") is not None and baseline.get("gpu") == current.get("gpu"):
         own.add("env.CUDA_VISIBLE_DEVICES")
     found = [

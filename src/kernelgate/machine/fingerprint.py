@@ -218,9 +218,9 @@ OWN_ROUNDS = 2
 
 def add_runner_command() -> str:
     """The command that adds this runner's rounds to its architecture's baseline: two, each in a fresh
-    process (``kernelgate record --rounds 2 --append -- benchmarks``). An H200 screened against two
-    rounds of its own ran A/A in 77-87 s with nothing suspected; before it appended them, against
-    other hosts' rounds alone, an A/A run took 431 s (2026-11-27, docs/sensitivity.md)."""
+    process (``kernelgate record --rounds 2 --append -- benchmarks``). A runner screened against rounds
+    of its own runs A/A several times faster than against other hosts' rounds alone, which send more
+    to the same-host judge (docs/fleet.md)."""
     return record_rounds_command(rounds=OWN_ROUNDS, append=True)
 
 

@@ -15,19 +15,19 @@ before every benchmark:
 4. else the CPUs this process may run on; on a GPU where ``CUDA_VISIBLE_DEVICES`` leaves the job
    fewer GPUs than the host has (NVML's count), the host's CPUs shared evenly among its GPUs, this
    job's GPUs' part of them (never more than it may run on): a runner host with a CI job on each
-   GPU. (A container given one GPU, or a job on a MIG instance, sees one GPU and takes all.) On a
-   4-GPU H200 host (64 CPUs, 2026-11-27), four jobs of 64 threads each made every judge round twice
-   as long, a fixed CPU loop 0.68 … 1.63 x its median from process to process, and 2 of 4 A/A runs
-   red (OpenMP's waiting threads spin on CPUs the other jobs need); 16 a job is what the baselines'
-   16-CPU, one-GPU hosts used.
+   GPU. (A container given one GPU, or a job on a MIG instance, sees one GPU and takes all.) A job
+   on each GPU, each with every CPU as threads, makes every judge round about twice as long and A/A
+   runs red, since OpenMP's waiting threads spin on CPUs the other jobs need (docs/sensitivity.md, "A
+   job on each of four H200s with every CPU as threads"); the share matches the baselines' 16-CPU,
+   one-GPU hosts.
 
 Cold-start children are not set so: they start as a user's process would, with the environment
 the run gives them (``OMP_NUM_THREADS`` as the run was configured, not the 1 that ``import ultralytics``
 leaves in the pytest process), except on such a shared GPU host (:func:`for_coldstart`): there each
 child gets ``OMP_NUM_THREADS`` = the job's share unless the run was started with the variable set.
-On a 4-GPU H200 host (64 CPUs, 2026-11-27, fourteenth session), with a job on each GPU, the cold
-start's ``build`` phase (the model built from its yaml: CPU ops in torch's threads) took 3.0-12.5 s
-against 0.65-3.0 s with one job alone.
+With a job on each GPU and every CPU as threads, the cold start's ``build`` phase (the model built
+from its yaml: CPU ops in torch's threads) takes several times as long as with one job alone
+(docs/fleet.md).
 
 The count is recorded with every measurement (``torch_threads``); a baseline recorded with another
 count is an environment change the failure message names, and on a CPU, where every op is host work,

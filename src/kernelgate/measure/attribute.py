@@ -38,8 +38,9 @@ COLUMNS = [
 def normalize_kernel_name(name: str) -> str:
     """A kernel's stable identity: no ``void`` prefix, no parameter list, no trailing counters.
 
-    Cached: a profile names the same few hundred kernels in every iteration (without the cache, under
-    cProfile, it took 18 of 101 s of the quick set on an H100, 2026-11-25)."""
+    Cached: a profile names the same few hundred kernels in every iteration, and without the cache
+    this function is a sixth of the quick set's time (docs/measurements.md, "Figures behind the code's
+    rules")."""
     text = " ".join(name.split())
     text = text.removeprefix("void ")
     if text.endswith(")"):

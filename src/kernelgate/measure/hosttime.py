@@ -2,8 +2,8 @@
 
 In an eager forward at batch 1 the GPU is busy 14 to 30 % of the wall time (docs/measurements.md): the
 rest is the host (Python, the framework, kernel launches, waits). So each top-level layer's host time
-is measured too, without the profiler (under it, every op's recording made yolov8n's layers 2-3x
-longer on the host and 10-40 % noisier from one iteration to the next, on an H100 host, 2026-11-25):
+is measured too, without the profiler (under it, every op's recording makes the layers 2-3x longer
+on the host and 10-40 % noisier from one iteration to the next: docs/sensitivity.md):
 forward hooks on the top-level layers and a :class:`Clock` around the stages of a step (``input``,
 ``preprocess``, ``postprocess``, ``compiled``) read ``perf_counter_ns`` over :data:`ITERATIONS` steps of
 their own, after pytest-benchmark's timed rounds (which run without hooks).

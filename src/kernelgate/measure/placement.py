@@ -1,22 +1,20 @@
 """One configuration measured at several places in GPU memory, each iteration averaged over them.
 
-A layer's GPU time follows where its tensors sit in GPU memory. On an H200 (2026-11-27, torch
-2.11.0+cu130, ultralytics 8.4.190; ``benchmarks/placement.py``), five copies of yolo11n fp16 built one
-after another in one process (every copy kept) put ``model.22`` at 116.5, 124.6, 124.4, 122.7 and 117.2
-µs; the first copy measured again, 116.9 µs; three fresh processes gave every copy the same value
-within 0.4 µs. Where a configuration's tensors land follows what its process allocated before it (the
-configurations measured before it, a judge's child against the screen's process), so a layer sat at
-one of a few levels per process, 2-7 % apart, against a 2.5 % layer threshold: the neighbour effect
-and the levels per process of docs/sensitivity.md.
+Part of the measure stage. A layer's GPU time follows where its tensors sit in GPU memory: copies of
+one model built one after another in one process put a layer at levels a few % apart, against a 2.5 %
+layer threshold (``tools/placement.py``; docs/sensitivity.md, "Where a layer's tensors sit"). Where
+a configuration's tensors land follows what its process allocated before it (the configurations
+measured before it, a judge's child against the screen's process): the neighbour effect and the
+levels per process.
 
-So on a GPU each eager and CUDA-graph configuration is measured in :data:`PLACEMENTS` copies: the
-first as built, each further one a ``copy.deepcopy`` in a ``torch.cuda.MemPool`` of its own behind pads
-of its own sizes, every step of a copy run with its pool active (its activations stay there too). The
-timed and profiled step is each copy's in turn, in one profiler session (its fixed cost once, as
-before), and the record's iteration *i* is the mean of the *i*-th group of consecutive steps, one
-step of each copy: each sample, and so each median, is the mean over the placements. Means, not a
-pooled median: a layer at two levels (116.5 or 124.5 µs) has a pooled median at one of them, chosen
-by which level got three copies of five; the mean moves by a fifth of the gap a copy.
+So on a GPU each eager and CUDA-graph configuration is measured in :data:`PLACEMENTS` copies: the first as
+built, each further one a ``copy.deepcopy`` in a ``torch.cuda.MemPool`` of its own behind pads of its own
+sizes, every step of a copy run with its pool active (its activations stay there too). The timed and
+profiled step is each copy's in turn, in one profiler session (its fixed cost once), and the record's
+iteration *i* is the mean of the *i*-th group of consecutive steps, one step of each copy: each sample, and
+so each median, is the mean over the placements. Means, not a pooled median: a layer at two levels has a
+pooled median at one of them, chosen by which level got three copies of five; the mean moves by a fifth of
+the gap a copy.
 
 Not placed: the CPU (no GPU memory), ``torch.compile`` (a copy compiles again) and a module that
 ``copy.deepcopy`` cannot copy: measured in one place, each profiled step an iteration of the record.

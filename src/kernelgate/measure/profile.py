@@ -154,13 +154,12 @@ def _step_failure(exc: BaseException) -> BaseException | None:
 
 @contextmanager
 def _no_inductor_import() -> Iterator[None]:
-    """torch.profiler reads one Inductor setting (``triton.cudagraphs``) at the start of each trace,
-    behind ``hasattr(torch, "_inductor")``, which imports all of Inductor and Dynamo where nothing has:
-    1.5 of the 6.7 CPU-s of a process measuring yolov8n at 160 on the CPU (torch 2.14.1, 2-core CI-like
-    machine, 2026-11-27), in every measuring process of an eager model. Where Inductor was never
-    imported nothing ran compiled by it, so its CUDA-graph setting cannot apply: while the profiler
-    runs, its ``hasattr`` sees Inductor only where it is imported. Where ``TORCHINDUCTOR_CUDAGRAPHS``
-    is set (the setting's default comes from it) the profiler reads it as before."""
+    """torch.profiler reads one Inductor setting (``triton.cudagraphs``) at the start of each trace, behind
+    ``hasattr(torch, "_inductor")``, which imports all of Inductor and Dynamo where nothing has, a fifth of
+    the CPU time of a process measuring an eager model on the CPU (docs/measurements.md). Where Inductor was
+    never imported nothing ran compiled by it, so its CUDA-graph setting cannot apply: while the profiler
+    runs, its ``hasattr`` sees Inductor only where it is imported. Where ``TORCHINDUCTOR_CUDAGRAPHS`` is set
+    (the setting's default comes from it) the profiler reads it unchanged."""
     import builtins
     import os
     import sys

@@ -15,8 +15,8 @@ Weights are random, so every anchor scores about sigmoid(bias) = 1.6e-4: at the 
 box count is fixed by the image, the weights' seed and ``max_det``.
 
 ultralytics 8.4 calls ``torchvision.ops.nms`` only where torchvision is already imported, else a
-Python-loop NMS of its own (80 ms of GPU time, 420 ms wall per image at conf=0 on the H200,
-2026-11-21); a predictor process has torchvision imported, so :func:`pipeline` imports it.
+Python-loop NMS of its own (80 ms of GPU time, 420 ms wall per image at conf=0 on the H200:
+docs/matrix.md); a predictor process has torchvision imported, so :func:`pipeline` imports it.
 """
 
 from __future__ import annotations

@@ -31,7 +31,7 @@ from kernelgate.machine import envdiff, fingerprint, identity, threads
 from kernelgate.measure import timing
 
 if TYPE_CHECKING:
-    from kernelgate.baseline.store import Entry
+    from kernelgate.baseline.reading import Entry
     from kernelgate.machine.fingerprint import HostFingerprint
     from kernelgate.plugin.fixture import KernelGate
 
@@ -69,7 +69,7 @@ def run(
     import pytest
 
     from kernelgate.baseline.names import shown
-    from kernelgate.baseline.store import Entry
+    from kernelgate.baseline.reading import Entry
 
     if scenario not in SCENARIOS:
         raise ValueError(f"scenario {scenario!r}: use one of {sorted(SCENARIOS)}")
@@ -179,15 +179,16 @@ def run(
 def _stored_entry(kg: KernelGate, spec: ChildSpec) -> Entry | None:
     """This cold start's entry in this machine's baseline file, read before measuring (it sets how
     many runs the screen takes), or None where there is none to go by."""
-    from kernelgate.baseline import store
+    from kernelgate.baseline import reading
+    from kernelgate.baseline.errors import BaselineError
 
     arch = identity.detect_arch_key(force_cpu=spec.device == "cpu")
-    path = store.path_for(kg.state.config.baseline_dir, arch)
+    path = reading.path_for(kg.state.config.baseline_dir, arch)
     if not path.is_file():
         return None
     try:
         return kg.state.baseline_entries(path, arch).get(kg.benchmark.fullname)
-    except store.BaselineError:
+    except BaselineError:
         return None  # the measurement's own lookup fails the test with the reason
 
 

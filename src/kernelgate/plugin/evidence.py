@@ -8,8 +8,7 @@ of a round measured first.
 Beside it, ``<out>/samehost-records.json.xz``: every record those verdicts came from (each suspect
 with its screen and stored baseline, each process's whole record, base and head), so that a reader,
 or a change to the judge's rules, can decide them again offline, exactly (``kernelgate replay``:
-:mod:`kernelgate.replay`). On 2026-11-26 a false failure could only be replayed
-from the medians of samehost.json."""
+:mod:`kernelgate.replay`): the medians of samehost.json alone are not enough to replay a verdict."""
 
 from __future__ import annotations
 

@@ -29,8 +29,8 @@ from xdist.scheduler import LoadScheduling  # type: ignore[import-untyped]
 from kernelgate.models.matrix import model_name
 
 COLDSTART_S = 14.0  # benchmarks/test_coldstart.py, one scenario: a priming and three timed processes
-# ... of a torch.compile configuration: estimated from one H100's first calls (2026-11-24, yolov8n fp16:
-# 66-69 s with empty Inductor/Triton caches, 19-20 s with warm ones), four processes; not measured here
+# ... of a torch.compile configuration: estimated from an H100's first calls (yolov8n fp16, about a
+# minute with empty Inductor/Triton caches, 20 s with warm ones), four processes; not measured here
 COLDSTART_COMPILE_S = 200.0
 PROBE_S = 10.0  # the PTX probe, one scenario: nvcc, then four processes of about 2 s of JIT (estimated)
 COMPILE_S = 9.0  # a torch.compile configuration (32 s for the first of a process, 8-11 s after)

@@ -1,14 +1,15 @@
-"""The two processes of a same-host round start together, and measure one after the other.
+"""The two processes of a same-host round start together, and measure one after the other: the
+plugin's side of the same-host judge's measure step.
 
 Each round of the judge (:mod:`kernelgate.plugin.samehost`) is a fresh pytest process per side. Their
 start-up needs no GPU (Python, pytest and its plugins, collection, ``import torch`` and ultralytics:
-about 9 s of a 20 s child measuring yolov8n fp16 on an H100 host, 2026-11-25), so both start at once.
+about half of a child measuring one configuration), so both start at once.
 Each collects the suspects it may be asked for, imports what the measurement needs, says it is ready
 (``ready`` beside the go file) and waits before its first test for the go file
 (``--kernelgate-standby=PATH``): the node ids to run now, or none. The judge lets one go, waits for it,
-then the other: no process starts up, or does anything else, while one measures. (With the next
-round's process started while one measured, an A/A run on an H100 failed on the host side: host
-times +35 … +59 % and the latency +22 … +32 % from base to head of the same code, 2026-11-25.)
+then the other: no process starts up, or does anything else, while one measures, since a process
+starting beside one that measures slows its host side by tens of % and fails an A/A run
+(docs/sensitivity.md, "Structure, host side, three H100 hosts").
 """
 
 from __future__ import annotations
@@ -69,8 +70,8 @@ def release(go: Path, nodeids: Sequence[str]) -> None:
 def select(config: pytest.Config, items: list[pytest.Item], go: Path) -> None:
     """Say ready, wait for the go, then keep the items it names (the others are deselected). A child
     of cold starts alone (:data:`COLD_VAR` set) imports nothing ahead: each cold start is a process of
-    its own, and ``import torch`` was 1.8 of the 5.3 CPU-s of such a child on the CPU (2-core CI-like
-    machine, 2026-11-27)."""
+    its own, and ``import torch`` is about a third of such a child's CPU time (docs/measurements.md,
+    "Figures behind the code's rules")."""
     if os.environ.get(COLD_VAR) != "1":
         prewarm()
     go.with_name(READY).write_text("ready", encoding="utf-8")

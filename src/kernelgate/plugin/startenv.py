@@ -4,9 +4,8 @@ The parent pytest process runs the head's code: a ``conftest.py``, a plugin or a
 environment variables (``os.environ["OMP_NUM_THREADS"] = "1"``; some ultralytics versions set
 variables of their own at import). Handed on to the base's processes, such a variable makes the base
 run with the head's setting, and a regression that comes in through it is measured on both sides and
-called "base and head agree": a green build that hid the change. Seen on an H100 machine
-(2026-11-27): a head whose ``conftest.py`` set ``OMP_NUM_THREADS=1`` at import gave every base process
-``OMP_NUM_THREADS=1`` and one torch thread.
+called "base and head agree": a green build that hid the change (a head whose ``conftest.py`` sets
+``OMP_NUM_THREADS=1`` at import would give every base process one torch thread).
 
 So each side's processes start from the environment pytest was started with (taken in
 ``pytest_load_initial_conftests``, before the initial ``conftest.py`` files are loaded); what a side's

@@ -91,9 +91,8 @@ def verdict_line(diffs: Sequence[BenchmarkDiff], name: Callable[[str], str] = st
 
 
 def _inconclusive(d: BenchmarkDiff) -> bool:
-    """Any figure not settled on this runner: the total, a layer, a layer's host time, the latency (an
-    A/A run on H100 host `f041c02a`, 2026-11-26, left the latency inconclusive and the headline said
-    "no regression")."""
+    """Any figure not settled on this runner: the total, a layer, a layer's host time, the latency, so
+    that a run with an inconclusive latency is never headlined "no regression"."""
     return any(x.verdict is Verdict.INCONCLUSIVE for x in d.comparison.deltas)
 
 

@@ -16,7 +16,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from kernelgate.baseline import store as baseline
+from kernelgate.baseline import reading as baseline
+from kernelgate.baseline.errors import BaselineError
 from kernelgate.baseline.names import safe_name
 from kernelgate.config import Scope
 from kernelgate.measure.results import Measurement
@@ -171,7 +172,7 @@ _COMMIT_DATE = re.compile(r"(?P<date>\d{4}-\d{2}-\d{2})-(?P<sha>[0-9a-f]{4,40})"
 
 def history_order(stem: str) -> tuple[float, str, str]:
     """How an older baseline file named ``stem`` sorts (its commit time; names without one last, by
-    name) and its label on the plot (``2026-11-21 14:02 abc1234``)."""
+    name) and its label on the plot (``YYYY-MM-DD HH:MM abc1234``)."""
     found = _COMMIT_TIME.fullmatch(stem)
     if found:
         when = datetime.datetime.fromtimestamp(int(found["time"]), datetime.UTC)
@@ -200,7 +201,7 @@ def load_history(
     for path in sorted(folder.glob("*.json"), key=lambda p: history_order(p.stem)[:2]):
         try:
             entries = baseline.load(path)
-        except baseline.BaselineError as exc:
+        except BaselineError as exc:
             notes.append(f"history: skipped {exc}")
             continue
         label = history_order(path.stem)[2]

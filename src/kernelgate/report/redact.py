@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kernelgate.baseline import byhost
-from kernelgate.baseline.store import Entry
+from kernelgate.baseline.reading import Entry
 from kernelgate.config import Scope
 from kernelgate.machine.fingerprint import HostFingerprint
 from kernelgate.measure.results import LayerStat, Measurement

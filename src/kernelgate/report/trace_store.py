@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from kernelgate.baseline.names import safe_name
-from kernelgate.baseline.store import path_for
+from kernelgate.baseline.reading import path_for
 from kernelgate.measure.naming import module_of_range
 from kernelgate.measure.trace import GPU_CATEGORIES, LAUNCH_CATEGORIES, RANGE_PREFIX, STEP_PREFIX
 from kernelgate.report.redact import PRIVATE_TRACE_KEYS, Redactor
@@ -143,12 +143,12 @@ def store(source: Path, target: Path, totals_us: Sequence[float], cap: int = SIZ
 def worth_keeping(
     benchmarks: Sequence[str], default_set: frozenset[str], matrix: frozenset[str]
 ) -> list[str]:
-    """The benchmarks whose trace a baseline keeps: those of the matrix set a plain run gates on this
-    device (``default_set``: a pull request's, whose reports show the baseline's trace beside the
-    current one), and any benchmark that is no matrix configuration (a test of one's own model).
-    The other sets' configurations keep none: the full matrix's traces are 2.13 MB an architecture
-    (2026-11-26), more than its baseline (1.9 MB), in git's history at every re-record; the report of
-    a regression there says that the baseline has no stored trace and shows the current one."""
+    """The benchmarks whose trace a baseline keeps: those of the matrix set a plain run gates on this device
+    (``default_set``: a pull request's, whose reports show the baseline's trace beside the current one), and
+    any benchmark that is no matrix configuration (a test of one's own model). The other sets'
+    configurations keep none: the full matrix's traces weigh more than its baseline, in git's history at
+    every re-record (docs/baselines.md); the report of a regression there says that the baseline has no
+    stored trace and shows the current one."""
     return [b for b in benchmarks if b in default_set or b not in matrix]
 
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
-from kernelgate.baseline import store as baseline
+from kernelgate.baseline import reading as baseline
 from kernelgate.config import ConfigError, load_pyproject
 from kernelgate.machine import sideenv
 

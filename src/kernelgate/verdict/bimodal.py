@@ -1,10 +1,10 @@
-"""A doubt that the runner's own process-to-process spread explains (host side first).
+"""A doubt that the runner's own process-to-process spread explains (host side first): part of the
+same-host judge's verdict stage.
 
-On some hosts the processes of the same code run a launch-bound step at two speeds: on H100 host
-`5c7476c4` (2026-11-26, an A/A run) yolov8n fp32's step took 4.7-5.9 ms in some processes and 7.5-8.3
-ms in others, on both sides. With three slow processes of six on the head and two on the base, the
-pooled latency moved +25 % while the test of the process medians could not tell: after the last round,
-a doubt, and the run failed on unchanged code.
+On some hosts the processes of the same code run a launch-bound step at two speeds, on both sides:
+with more slow processes on the head than on the base, the pooled latency moves tens of % while the
+test of the process medians cannot tell, and an A/A run fails on unchanged code after its last round
+(docs/sensitivity.md, "Across hosts, run by run").
 
 A change in the code moves every process, the fastest too. So, from ``confirm_min_rounds`` processes a
 side on, a host-side figure (the latency of a step, a layer's host time) that is not settled (over its
@@ -14,18 +14,15 @@ threshold, or under it by less than its noise) is explained by the runner when b
   the head's median of process medians): the spread is the runner's, not the head's alone;
 - the fastest process of each side agrees within half the figure's limit.
 
-Then it is not a doubt and needs no more rounds (more processes of the same runner would show its two
-speeds again: on that host the judge went on to its sixth round for such figures, 2026-11-26), and the
-decision says why, with the numbers. A head with slow processes the base never shows, or whose fastest
-process is slower, stays open, then a doubt (`tests/test_bimodal.py`).
+Then it is not a doubt and needs no more rounds (more processes of the same runner would show its two speeds
+again, up to the last round), and the decision says why, with the numbers. A head with slow processes the
+base never shows, or whose fastest process is slower, stays open, then a doubt (`tests/test_bimodal.py`).
 
-The same holds for each fresh process of a cold start (its phases: `import torch` 3.2 … 4.9 s in the
-base's runs of one A/A on H100 host `1ecb034c`, 2026-11-26), and on the device side, where the modes
-are the kernels each process chose (cuDNN's algorithms): yolo11n fp16's CUDA-graph replay on that host
-took 1444-1447 µs in some processes and 1458-1464 µs in others, on both sides; the A/A's total (+0.2 %)
-stayed grey against its 1 % limit until the fifth round. A device-side figure is explained only when
-the slowest of each side agree too (within half the limit): a slower mode that only the head shows is
-a change.
+The same holds for each fresh process of a cold start (its phases, e.g. `import torch`), and on the device
+side, where the modes are the kernels each process chose (cuDNN's algorithms): a CUDA-graph replay's total
+can sit at two levels about 1 % apart in different processes, on both sides (docs/sensitivity.md,
+"Injections and A/A on two more H100 hosts"). A device-side figure is explained only when the slowest of
+each side agree too (within half the limit): a slower mode that only the head shows is a change.
 """
 
 from __future__ import annotations
@@ -45,8 +42,9 @@ HOST_SIDE = (Scope.WALL, Scope.HOST, Scope.PHASE)
 DEVICE_SIDE = (Scope.TOTAL, Scope.LAYER)
 # how close the fastest (device side: and slowest) processes of each side must be, in the figure's
 # limit: on the host side within the limit itself (a change over its threshold moves the fastest
-# process over it too; the fast processes of one side spread 11 % on host bf2ad080, 2026-11-26), on
-# the device side, where a process is steady to 0.1 %, within half of it
+# process over it too, and the fast processes of one side can spread by about 10 %:
+# docs/sensitivity.md, "Injections and A/A on two more H100 hosts"), on the device side, where a
+# process is steady to 0.1 %, within half of it
 HOST_AGREE = 1.0
 FASTEST_AGREE = 0.5
 

@@ -110,10 +110,10 @@ def process_p(baseline: Dist, current: Dist) -> float | None:
 
     The process is the unit of replication of a same-host A/B: the iterations of one process share
     its state (where its memory and threads landed, what the host did meanwhile), so pooled they
-    overstate the evidence. On H100 hosts (2026-11-25) the eager step of one configuration in an
-    otherwise steady process was now and then 28 … 66 % slower than in the other processes of the
-    same code, and an A/A run failed yolov8n fp16's latency at +21.7 % (p=7e-18 over the pooled
-    iterations of 4 processes a side). Process medians that agree (device-side layers: within 0.4 %)
+    overstate the evidence: one process now and then runs a configuration's eager step tens of %
+    slower than the other processes of the same code, which the pooled iterations take for a
+    significant regression (docs/sensitivity.md, "The fixed tree across hosts, and the process as the
+    unit"). Process medians that agree (device-side layers: within 0.4 %)
     give a small p at three processes a side; an odd process makes the t-test's variance large, and
     the judge measures more rounds instead of deciding.
     """

@@ -1,7 +1,8 @@
-"""The screen's view of the host side on a runner that is not the baseline's host.
+"""The screen's view of the host side on a runner that is not the baseline's host (verdict stage).
 
-Host times follow the runner's CPU: on other H200 hosts than the baseline's, CPU-side preprocessing
-of the same code moved +7 … +14 % and ``import torch`` +35 … +82 %. Against a baseline of another
+Host times follow the runner's CPU: on H200 hosts other than the baseline's, the same code's CPU-side
+preprocessing and ``import torch`` move by several to tens of % (docs/measurements.md, "Figures
+behind the code's rules"). Against a baseline of another
 host, the host side of every layer would look slower (or faster) by the runner's speed. So the
 screen, which only decides what the same-host judge measures, compares the host side relative to
 this runner: the baseline's host times and latency scaled by the runner's factor, the median ratio
@@ -12,14 +13,12 @@ What this cannot see across hosts: a change that slows the host side of every la
 latency of the whole step on this runner against the baseline's (the factor itself) is shown beside
 the verdict, and the judge compares base and head on this runner when anything else is suspected.
 
-The same holds between the processes of one runner (:func:`per_process`): on H100 host `bf2ad080`
-(2026-11-26) the factor of a process against the base side's pooled host times ran 0.62 … 2.03, both
-sides alike, and an A/A run failed yolov8n fp32 on the host time of 10 layers (+57 … +71 %) because
-four of the head's six processes ran slow and one of the base's. Each process's factor taken out,
-the worst layer of every A/A configuration measured that day and the day before moved +3 … +16 %
-(raw: up to +77 %). The latency is left as measured: a change that slows every layer alike shows
-there, judged with the runner's two speeds in view (:mod:`kernelgate.verdict.bimodal`); where each
-process's speed explains a latency that moved, it is a doubt, not a regression
+The same holds between the processes of one runner (:func:`per_process`): a process's factor against the
+base side's pooled host times can range from about 0.6 to 2 on one host, both sides alike, enough to fail an
+A/A run on layers' host times; each process's factor taken out, such runs pass (docs/sensitivity.md,
+"Injections and A/A on two more H100 hosts"). The latency is left as measured: a change that slows every
+layer alike shows there, judged with the runner's two speeds in view (:mod:`kernelgate.verdict.bimodal`);
+where each process's speed explains a latency that moved, it is a doubt, not a regression
 (:func:`latency_in_doubt`).
 """
 
@@ -148,9 +147,8 @@ def speeds_note(
     given (``walls``), the latency at each process's speed, each process's median divided by its
     factor: for a reader, not a verdict. The latency is judged as measured, since a change that slows
     every layer's host side alike moves the factors too; where the latency at each process's speed
-    agrees, the runner's speed and such a change cannot be told apart on this runner (an A/A run on
-    H100 host `f041c02a`, 2026-11-26: yolov8n fp32's latency +32.1 % after 6 processes a side, the
-    factors 0.65 … 1.41 on the base and 1.17 … 1.73 on the head)."""
+    agrees, the runner's speed and such a change cannot be told apart on this runner (docs/sensitivity.md,
+    "Each process's host speed on the GPU")."""
     fb, fh = speeds
     if not fb or not fh:
         return ""
@@ -182,10 +180,9 @@ def latency_in_doubt(
     The latency stays judged as measured, so this never passes it: a change that slows every layer's
     host side alike moves the head's factors too and cannot be told from the runner's speed where the
     base ran as slow; where the base's factors stay under the head's (such a change on a steady
-    runner), it stays a regression. Measured: an A/A run on H100 host `4fde678d` (2026-11-26) failed
-    yolov8n fp32 on its latency, +52.7 % after 3 processes a side (base 5317, 6826, 6202 µs; head
-    11114, 9469, 9102 µs): the factors were 0.80, 1.00, 1.63 on the base and 1.55, 1.46, 1.56 on the
-    head, and the latency at each process's speed -2.4 %."""
+    runner), it stays a regression. An A/A run whose head processes all ran on slow CPUs failed a latency
+    that each process's speed explains (docs/sensitivity.md, "A false latency regression, the
+    cross-host table")."""
     fb, fh = speeds
     at_speed = _latency_at_speed(speeds, walls)
     if at_speed is None or max(fb) < statistics.median(fh):

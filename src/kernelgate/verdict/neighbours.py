@@ -1,27 +1,21 @@
 """Configurations measured one after another in one process: a change in one can move the next.
 
-The same-host judge measures its suspects one after another in each side's process. Seen on an H100
-machine (2026-11-27, docs/sensitivity.md, eleventh session): a head that changed some configurations
-(an extra kernel in yolov8n fp32's model.22, a synchronisation in yolo26n fp16) also failed three
-measured after them in the same processes that had no change of their own: the same kernels on both
-sides, small elementwise and layout kernels 0.1-0.3 µs off in every head process, layers +3.0 … +5.7 %
-(and others -2.5 %). What a configuration leaves in the process (where the next model's tensors land,
-it seems) is part of the next one's measurement there. That is not proven, and the regression is
-measured, so the verdict stands; the message says it: where a regressed configuration launches the
-same kernels on both sides and an earlier one in the same processes does not, it names the earlier
-one and the command that measures this configuration alone.
+Part of the verdict stage: the same-host judge measures its suspects one after another in each
+side's process, and what a configuration leaves in the process (where the next model's tensors land,
+it seems) is part of the next one's measurement there: a head that changed some configurations has
+failed others measured after them with the same kernels on both sides, small elementwise and layout
+kernels a few % off (docs/sensitivity.md, "Four H100 GPUs of one machine" and "Rounds appended late,
+and layers at a few levels per process").
 
-Seen again on an H200 machine (2026-11-27, nineteenth session): the same head (three extra kernels in
-yolov8n fp16's model.6) failed yolo26n fp16's model.6 +2.5 % in one gated run, its kernels the same on
-both sides, measured after yolov8n fp16 in every process; in the run of the session before, on
-another H200 machine, it passed. So the judge now measures, in each process, the configurations
-whose forward did not change before those whose forward did (:func:`unchanged_first`): what comes
-before an unchanged configuration then runs the same code on both sides. Before the first round
-the screen says which changed (:func:`screen_changed`: the head's forward against the stored
-baseline's, host-independent), after it the base's and head's processes
-(:func:`measured_changed`). The note stays for a first round whose order the screen's word got wrong
-and that settled the suspect (from the second round on, the changed configurations come last), and for
-records of runs before this order (``kernelgate replay``).
+So the judge measures, in each process, the configurations whose forward did not change before
+those whose forward did (:func:`unchanged_first`): what comes before an unchanged configuration then
+runs the same code on both sides. Before the first round the screen says which changed
+(:func:`screen_changed`: the head's forward against the stored baseline's, host-independent), after
+it the base's and head's processes (:func:`measured_changed`). Such a regression is measured, so the
+verdict stands; where a regressed configuration launches the same kernels on both sides and an
+earlier one in the same processes does not, the message names the earlier one and the command that
+measures this configuration alone (:func:`note`): for a first round whose order the screen's word got
+wrong, and for records replayed with ``kernelgate replay``.
 """
 
 from __future__ import annotations
@@ -92,7 +86,7 @@ def note(earlier: Sequence[str], command: str) -> str:
     return (
         f"its kernels are the same on both sides, and every process measured it after {named}, "
         "whose forward did change: what that leaves in a process can move the next "
-        "configuration's small kernels by a few % (seen on H100 and H200 machines, 2026-11-27). To tell, "
+        "configuration's small kernels by a few % (seen on H100 and H200 machines). To tell, "
         f"measure it alone: {command}"
     )
 

@@ -1,28 +1,21 @@
 """The screen's rule where the baseline holds rounds this runner recorded itself: a figure is a suspect
 only where this run's process lies beyond every process of its own rounds (one outlier round set aside
 where there are three or more) by more than half the screen's limit (:data:`MARGIN`: a quarter of the
-threshold at ``screen = 50 %``, or half the floor where the floor is the limit).
+threshold at ``screen = 50 %``, or half the floor where the floor is the limit). Part of the verdict
+stage: it decides what the screen sends to the same-host judge.
 
 The screen measures the head in one process; the pooled median of two or three own rounds sits between
-them. On 2 x H200 (2026-11-27, 11 A/A runs of `pytest benchmarks`, each screened against the 2 rounds
-its GPU had appended), yolo26n fp16's model.9 had own rounds of 33.3 and 34.4 µs (pooled 33.8): every
-A/A process measured 34.4-34.5 µs, +1.8 … +2.3 % against the pooled median, over half of its 2.5 %
-threshold and just past the rounds' spread, so it went to the same-host judge in 10 of 11 runs (its
-processes there: 33.3-34.1 µs; passed every time): the runs whose only suspect it was took 190-192 s,
-the one run without a suspect 91 s. A process at the level of one of the baseline's own processes is no
-evidence of a change.
+them, so a process at the level of one of the baseline's own processes could sit past half the
+threshold against that median and send an unchanged configuration to the judge run after run. Such a
+process is no evidence of a change (docs/sensitivity.md, "Two rounds a runner on two H200s").
 
 :func:`noise_aware_rule` still decides first (threshold, floor, significance, round spread); this rule
 only lets go a move that stays within ``MARGIN`` times the limit of the farthest own process. The plugin
 sends any figure that fails at the full threshold to the judge all the same (never fails it unjudged).
 
-What it costs, offline on the same runs' records (the screen's processes are not kept, so each own round
-stood for one, screened against both rounds): a +3 % slowdown put into each device layer of >= 20 µs
-(240 cases) was a suspect in 226 with this rule, 228 with the pooled median alone, 210 with a margin
-of the whole screen limit; re-screened so, the A/A runs without a suspect were 6 of 11 instead of 1
-(the device layers re-screened; the latency and host figures counted as suspects still). Live on
-another 2 x H200 machine (2026-11-27, 9 A/A runs): no kernel configuration suspected in 7 of the 9
-(yolo26n's model.9/10 in none), and a +3.8 % slowdown of yolov8n's model.6 a suspect and failed.
+What it costs in sensitivity, offline and live, is measured in docs/sensitivity.md ("Two rounds a
+runner on two H200s" and "The screen against a runner's own rounds, live"): injected +3 % slowdowns
+stay suspects nearly as often as against the pooled median alone.
 """
 
 from __future__ import annotations
@@ -80,17 +73,11 @@ def at_own_level(
     slowest own round (one outlier set aside among three or more), inside the levels its own processes
     took. Everything else ``found`` fails stays failing, and so a suspect.
 
-    On 2 x H200 (2026-11-27, nineteenth session) a layer's time on one GPU sat at one of a few levels a
-    few % apart from process to process, the same kernels (yolo26n fp16's model.10: 80.0 and 80.3 µs in
-    the two rounds appended first, 76.9 and 76.9 µs in two appended later): the pooled median of four
-    such rounds lies between the levels, and a process at the slow one was over the full threshold
-    against it, so the guard that sends every full-threshold move to the judge sent yolo26n fp16 in 3 of
-    GPU 0's 5 A/A runs against four rounds, nothing else suspected in 2 of them (193 and 206 s against
-    125 s for the run with nothing suspected). Offline (``benchmarks/rescreen.py``) on the judge's
-    records of three 2 x H200 machines (the seventeenth to nineteenth sessions), the screen run again on
-    the 76 suspect configurations screened against their runner's own rounds: those 3 let go, no other;
-    a +3 % slowdown put into each device layer of >= 20 µs (not host-coupled) of the 56 configurations
-    of A/A runs, one at a time (818 cases), failed in the screen in 733 either way."""
+    A layer's time on one GPU can sit at one of a few levels a few % apart from process to process,
+    with the same kernels: the pooled median of such rounds lies between the levels, and a process at
+    the slow one is over the full threshold against it although it matches an own round. Re-screened
+    offline (``tools/rescreen.py``), this lets those go and keeps injected slowdowns failing as often
+    (docs/sensitivity.md, "Rounds appended late, and layers at a few levels per process")."""
     if not recorded_here(stored, run):
         return found
     own = {lay.name: lay.time for lay in stored.layers}
@@ -133,14 +120,10 @@ def aged(stored: Measurement, run: Measurement, ab: Comparison, config: GateConf
     base since the rounds were recorded, moved; the rounds no longer match it. Each as "model.17
     16.7 -> 17.2 µs (+2.8 %)", the largest first; none where ``stored`` is not this runner's own.
 
-    On 2 x H200 (2026-11-27, 9 A/A runs, each against its GPU's two rounds appended 20-40 minutes
-    before): the same layers of 3-5 configurations were 1.4-5.2 % off the own rounds run after run,
-    while the A/A screens of a GPU agreed with each other within 0.7 % on each of them, and base and
-    head within 0.3 % in the judge: every such run went to the judge for them. Replayed from the judge's
-    records (its decisions taken again as ``kernelgate replay`` does, then this), the note would have
-    named them in 4 of those 9 runs (never in the one that failed, whose rounds would record its
-    change); on the machine of the session before (11 runs), in 1: a run whose whole process was at
-    another level."""
+    Own rounds age: the same layers can sit a few % off a runner's rounds run after run while its A/A
+    screens agree with each other and base and head agree in the judge, and every such run then goes
+    to the judge; the note says when to renew the rounds (docs/sensitivity.md, "Rounds appended late,
+    and layers at a few levels per process")."""
     if not recorded_here(stored, run):
         return []
     screened = compare(stored, run, config.screening(), judge=rule(config.alpha))
@@ -174,7 +157,7 @@ def aged_note(found: Mapping[str, Sequence[str]], command: str) -> str:
     return (
         f"kernelgate: this runner's own rounds no longer match it ({shown}: its own rounds -> the base "
         "measured here now). A layer's time on one runner can sit at one of a few levels a few % apart, "
-        "from process to process (the same kernels; seen on H200s, 2026-11-27), and the base since the "
+        "from process to process (the same kernels; seen on H200s), and the base since the "
         "rounds were recorded may have moved too. Base and head agree, so these passed; while the rounds "
         "hold none of this level, the screen sends these layers to the same-host judge (minutes a run). If "
         "the next runs say so again and the base branch is what the baseline should hold, append two "

@@ -1,45 +1,31 @@
-"""Each step's CPU speed from a probe that does not depend on the code: the same-host judge's
-latency and host-coupled stages at the speed of the CPU each step ran on.
+"""The same-host judge's latency and host-coupled stages taken at the speed of the CPU each step ran
+on, from a probe that does not depend on the code (verdict stage).
 
-On the lent H100 hosts (16-CPU VMs) the CPU a process runs on changes speed by up to 2x, within
-seconds and between processes (:mod:`kernelgate.machine.cpuspeed`). The layers' host times carry
-their own yardstick (:mod:`kernelgate.verdict.hostspeed`: each process's factor is the median of its
-layers against the base's, so one layer that moved against the others stands out), but the latency
-and the host-coupled stages (the ``input`` copy, CPU pre/post-processing) have none: they were judged
-as measured, and where every process of the head ran on a slow CPU and none of the base's, an A/A
-run failed (H100 host `d04ac8b9`, 2026-11-26: yolo11n fp16's host ``input`` +51.8 %; the layers'
-factors 0.95 … 1.21 on the base, 1.16 … 1.91 on the head).
+Each timed step is preceded by a fixed Python loop (``Measurement.cpu_probe``, about 0.3 ms, outside
+the step's time): how long it took says how fast the CPU ran then, whatever the code under test. Each
+sample of the latency (and of a host-coupled stage, ``cpu_probe_host``) is divided by its own step's
+loop against the median loop of the base's processes, both sides alike, so the judge's usual rule
+(threshold, significance, spread of the processes) decides the latency at the CPU speed of each step.
+A change that slows the host side of every layer alike leaves the loop as it was, and the latency
+shows it.
 
-So each timed step is preceded by a fixed Python loop (``Measurement.cpu_probe``, about 0.3 ms,
-outside the step's time): how long it took says how fast the CPU ran then, whatever the code under
-test. Each sample of the latency (and of a host-coupled stage, ``cpu_probe_host``) is divided by its
-own step's loop against the median loop of the base's processes, both sides alike, so the judge's
-usual rule (threshold, significance, spread of the processes) decides the latency at the CPU speed of
-each step: the speed moves within a process too (that run's first head process: its layers' factor
-1.71, its latency within 8 % of the base's). A change that slows the host side of every layer alike
-leaves the loop as it was, and the latency shows it.
+Why: on some runners the CPU a process runs on changes speed by up to 2x, within seconds and between
+processes (:mod:`kernelgate.machine.cpuspeed`). The layers' host times carry their own yardstick
+(:mod:`kernelgate.verdict.hostspeed`), but the latency and the host-coupled stages (the ``input``
+copy, CPU pre/post-processing) have none, and an A/A run whose head processes all ran on slow CPUs
+failed on them (docs/sensitivity.md, "Each step's CPU speed from a probe").
 
-A latency sample is not all host work: the GPU's part of it (the process's median GPU-busy time) does
-not follow the CPU, and only the rest is divided. Dividing the whole sample overcorrected where the
-GPU's part is large: a CUDA-graph replay (GPU-busy 1.4 of 1.65 ms), which the judge then left as
-measured, and an eager fp32 step (1.2 of 4.5 ms). On a machine of 4 H200s with an A/A job on each GPU at
-once (2026-11-26/27; hosts `dd2a37c9` and `4d886d13` of its four fingerprints) that gave one false
-regression and one doubt in 13 A/A runs: yolo11n fp16's replay at host ``input`` +120.7 %, wall +11.8 %,
-every head process on a CPU 1.5-1.8x slower; yolov8n fp32 wall +17.4 % after 6 processes a side, the
-base's on slow CPUs, as measured the head 14.7 % faster. Replayed from their records with the host part
-alone, in every mode, every configuration of the 13 runs passes, but two that stay open for more rounds
-than those runs had (their outcome not known). How closely a step follows the loop varies by
-configuration and load (a process on a CPU 1.5x slower took 1.1x to 2.1x as long), so the loop narrows
+Only a latency sample's host part is divided: the GPU's part (the process's median GPU-busy time)
+does not follow the CPU, and dividing the whole sample overcorrects where that part is large (a
+CUDA-graph replay, an eager fp32 step; docs/sensitivity.md, "A CI job on each GPU of a 4-GPU H200
+machine"). How closely a step follows the loop varies by configuration and load, so the loop narrows
 the spread; the process test and the runner's two speeds (:mod:`kernelgate.verdict.bimodal`) still
-decide. Records without probes (an older kernelgate) are judged as before
-(:func:`hostspeed.latency_in_doubt`).
+decide. Records without probes are judged as measured (:func:`hostspeed.latency_in_doubt`).
 
-So the loop may explain a move away, never make one: a figure fails only where it is a regression at
-each step's CPU speed *and* was over its limit as measured (:func:`compared`). On a machine of 4 H200s
-with an A/A job on each GPU at once (2026-11-27, fifteenth session; hosts `08471589` and `c8752ab5`) the
-loop alone made two false regressions in 12 runs: yolov8n fp16's latency +16.6 % at each step's CPU
-speed where the head had run 13.6 % *faster* as measured (its loops 0.66 … 0.78 x the base's median),
-and its ``input`` copy +50.1 % (limit 50 %) where it was +40.0 % as measured.
+The loop may explain a move away, never make one: a figure fails only where it is a regression at
+each step's CPU speed *and* was over its limit as measured (:func:`compared`), since the loop alone
+can turn a head that ran faster as measured into a regression (docs/sensitivity.md, "Rounds appended
+under load and the cold starts' thread share").
 """
 
 from __future__ import annotations
@@ -210,21 +196,9 @@ def explained(found: Comparison, at: Comparison) -> Comparison:
     the same thresholds as ``found``) puts within its limit marked unchanged, both numbers in its note.
     Only ever a move away: a figure ``at`` fails and ``found`` does not stays as ``found`` has it.
 
-    On 2 x H200 (2026-11-27, 9 A/A runs of `pytest benchmarks`, each screened against its GPU's two own
-    rounds) 7 runs had a latency or host-coupled suspect, 6 of them no device-side one (yolov8n fp32's latency
-    in 6 of GPU 0's 7, +5.9 … +70.5 % after the layers' speed factor; the pipeline's postprocess +32 …
-    +38 % in every run of GPU 1), 176-265 s a run against 87-101 s for the two with no suspect; the
-    judge passed every one, most with its note that each step's CPU loop explained the move (e.g.
-    "wall +32.6 % as measured, -4.5 % at each step's CPU speed"). The stored rounds kept no loop then
-    (a round appended to a baseline recorded before the loop lost its own: kept since, per round).
-    Replayed offline from those runs' judge records (each pair of a suspect's base processes standing
-    for two own rounds, each head process for the screen's): 57 of 260 A/A cases suspected, 38 with
-    this rule (the rest mostly yolov8n fp32's latency, which follows the loop loosely: +82 % as
-    measured and +35 % at its speed with a loop 1.43x slower); in the sixteenth session's A/A runs on
-    another 2 x H200 machine 46 of 288, 6 with it; that session's `time.sleep` and `synchronize()`
-    heads suspected in 9 of 9 cases each either way. Live on a third 2 x H200 machine (2026-11-27,
-    each GPU's two rounds appended with their loops, 9 screens of `pytest benchmarks`): a latency or
-    host-coupled suspect in 3 of 9 screens; 7 complete A/A runs, 7 pass."""
+    Against a runner's own rounds, most latency and host-coupled suspects of A/A runs are the CPU's
+    speed, which this lets go in the screen, while host-side changes stay suspects either way
+    (docs/sensitivity.md, "The CPU-speed loop in the screen, live")."""
     # within its limit at each step's speed: the own-range rule's AMBIGUOUS (near the slowest own round)
     # over the limit is no explanation, nor is a move too noisy to call
     fine = {(d.scope, d.name): d for d in at.deltas if _within(d)}

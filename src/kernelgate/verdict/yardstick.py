@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from kernelgate.baseline import rounds
-from kernelgate.baseline.store import Entry
+from kernelgate.baseline.reading import Entry
 from kernelgate.config import GateConfig, record_command, record_rounds_command
 from kernelgate.machine.identity import same_architecture
 from kernelgate.measure import integrity, placement

@@ -1,8 +1,8 @@
 """How sensitive and how trustworthy is the gate? A benchmark of the gate itself (not a test).
 
-  all in one (GPU): python benchmarks/sensitivity.py run --work DIR --out docs/sensitivity-table.md
-  collect (GPU):    python benchmarks/sensitivity.py collect --work DIR --rounds 3 --trials 20
-  evaluate (any):   python benchmarks/sensitivity.py evaluate --work DIR --out docs/sensitivity-table.md
+  all in one (GPU): python tools/sensitivity.py run --work DIR --out docs/sensitivity-table.md
+  collect (GPU):    python tools/sensitivity.py collect --work DIR --rounds 3 --trials 20
+  evaluate (any):   python tools/sensitivity.py evaluate --work DIR --out docs/sensitivity-table.md
   across hosts:     collect --rounds 3 --trials 0 on host A (WORK_A), collect --rounds 0 --trials 8 on
                     host B (WORK_B), then evaluate --work WORK_B --baseline-from WORK_A --out TABLE
 
@@ -262,7 +262,7 @@ def evaluate(work: Path, out: Path) -> str:
     imports = [t["import_s"] for t in trials]
     env = Measurement.from_json(trials[0]["configs"][TARGET]["variants"]["clean"]).environment
     header = (
-        f"Measured with `benchmarks/sensitivity.py` on {env.get('gpu', '?')} "
+        f"Measured with `tools/sensitivity.py` on {env.get('gpu', '?')} "
         f"(driver {env.get('driver', '?')}, torch {env.get('torch', '?')}, cuDNN {env.get('cudnn', '?')}, "
         f"ultralytics {env.get('ultralytics', '?')}): "
         f"baseline of {len(bases)} rounds (processes), {n} trial processes. One configuration took "
@@ -334,7 +334,7 @@ def evaluate_across(work: Path, foreign_work: Path, out: Path, per_side: int = 3
     env = Measurement.from_json(trials[0]["configs"][TARGET]["variants"]["clean"]).environment
     host = [_host(foreign[TARGET]), _host(m(0, TARGET, "clean"))]
     lines = [
-        f"Across hosts, measured with `benchmarks/sensitivity.py` on {env.get('gpu', '?')} (torch "
+        f"Across hosts, measured with `tools/sensitivity.py` on {env.get('gpu', '?')} (torch "
         f"{env.get('torch', '?')}, cuDNN {env.get('cudnn', '?')}): baseline of {len(bases)} rounds on host "
         f"{host[0]}, {n} trial processes on host {host[1]}; each window: the screen against that baseline, "
         f"then the judge on {per_side} processes a side of this host (defaults).\n",

@@ -1,7 +1,7 @@
-"""pytest plugin for the fleet measurement (.ci/gpu-fleet): when the session started, when each test
+"""pytest plugin for the fleet measurement (tools/fleet-timing): when the session started, when each test
 ran on which worker, and when the session's end (the gate's results and report) began and ended.
 One JSON object per line in $KERNELGATE_TIMELINE; the controller writes, workers write nothing.
-Load it with PYTHONPATH=.ci pytest -p timeline ..."""
+Load it with PYTHONPATH=tools pytest -p timeline ..."""
 
 from __future__ import annotations
 

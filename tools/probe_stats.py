@@ -1,7 +1,7 @@
 """How well the CPU probe follows the runner: the table of docs/sensitivity.md ("Each step's CPU speed
-from a probe", 2026-11-26), from the same-host judge's records of GPU runs.
+from a probe"), from the same-host judge's records of GPU runs.
 
-    python benchmarks/probe_stats.py OUT/kg-*/samehost-records.json.xz
+    python tools/probe_stats.py OUT/kg-*/samehost-records.json.xz
 
 Per eager configuration the judge measured (a CUDA-graph replay has no layer factor and is left out):
 each process's loop before its host-timed steps against the base's median, beside the factor of its

@@ -7,7 +7,7 @@ as configurations measured before would, then measure the configuration as the g
 ``PLACEMENTS`` copies averaged: :mod:`kernelgate.measure.placement`), keeping its first copy's record
 too: the spread over histories of one placement against that of the average.
 
-    python benchmarks/placement.py copies|histories OUT.json [N] [SPEC...]    SPEC: yolo26n-fp16 ...
+    python tools/placement.py copies|histories OUT.json [N] [SPEC...]    SPEC: yolo26n-fp16 ...
 """
 
 from __future__ import annotations

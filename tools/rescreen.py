@@ -1,8 +1,8 @@
 """The screen run again on the judge's records: which suspects against a runner's own rounds it would
 let go now, and what a slowdown put into each device layer would do (docs/sensitivity.md, "Rounds
-appended late, and layers at a few levels per process", 2026-11-27).
+appended late, and layers at a few levels per process").
 
-    python benchmarks/rescreen.py OUT/*/kg-*/samehost-records.json.xz [--inject 3]
+    python tools/rescreen.py OUT/*/kg-*/samehost-records.json.xz [--inject 3]
 
 Each kernel suspect whose stored baseline is the runner's own rounds (verdict/ownrange.recorded_here)
 is screened again from its stored rounds and the screen's own measurement, both kept in the records
