@@ -18,6 +18,7 @@ from kernelgate.commands import append_command, record_rounds_command
 from kernelgate.config import GateConfig
 from kernelgate.machine.fingerprint import HostFingerprint
 from kernelgate.measure.results import Measurement, combine
+from kernelgate.plugin import judgement
 from kernelgate.plugin import samehost as judge
 from kernelgate.plugin.session import Options, State
 from kernelgate.verdict import ownrange, reported, samehost
@@ -143,7 +144,7 @@ class _Judge:
 def test_a_run_that_passed_says_its_own_rounds_aged_and_one_that_failed_does_not(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    """plugin/samehost.judge_session with the judge's decisions given: the note comes once, after the
+    """plugin/judgement.judge_session with the judge's decisions given: the note comes once, after the
     decisions as the run ends, and never in a run that failed (the rounds would record its change)."""
     stored, run = own_rounds(100.0), round_on(HOST_B, 103.0, 5)
     screen = compare(stored, run, CONFIG)
@@ -157,7 +158,7 @@ def test_a_run_that_passed_says_its_own_rounds_aged_and_one_that_failed_does_not
         rootpath=tmp_path,
         invocation_params=SimpleNamespace(dir=tmp_path),
     )
-    monkeypatch.setattr(judge, "Judge", _Judge)
+    monkeypatch.setattr(judgement, "Judge", _Judge)
 
     other = replace(suspect, nodeid=nodeid.replace("yolov8n", "yolo11n"))
 
@@ -166,7 +167,7 @@ def test_a_run_that_passed_says_its_own_rounds_aged_and_one_that_failed_does_not
         for s, _ in decided:
             state.add_suspect(s)
         _Judge.decisions = {s.nodeid: d for s, d in decided}
-        judge.judge_session(config, state)  # type: ignore[arg-type]
+        judgement.judge_session(config, state)  # type: ignore[arg-type]
         return state
 
     (note,) = [n for n in session((suspect, passed)).notes if "own rounds no longer match" in n]

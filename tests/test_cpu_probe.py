@@ -26,7 +26,7 @@ from kernelgate.config import GateConfig, Scope, Threshold
 from kernelgate.machine import cpuspeed
 from kernelgate.measure.results import Dist, LayerStat, Measurement, combine
 from kernelgate.report.terminal import let_go_lines
-from kernelgate.verdict import probespeed, samehost
+from kernelgate.verdict import probespeed, settled
 from kernelgate.verdict.compare import Basis, Comparison, Delta, Verdict, compare
 from kernelgate.verdict.samehost import Decision, Outcome, decide
 
@@ -146,7 +146,7 @@ def test_a_latency_judged_as_measured_is_settled_by_its_own_noise() -> None:
     stored = base[1]
     screen = compare(stored, head[0], config)
     assert decide(screen, stored, base, head, config) is None  # not settled at 3 processes a side
-    line = samehost.still_open(base, head, config)
+    line = settled.still_open(base, head, config)
     assert line == "within the noise of their limits: wall +8.0 %", line  # as measured, said so
     # after the last round it passes, with both numbers
     final = decide(screen, stored, base, head, config, final=True)
@@ -346,7 +346,7 @@ def test_the_verdict_names_the_figures_judged_at_cpu_speed() -> None:
 
 
 def test_the_judges_round_line_says_the_latency_is_at_each_steps_cpu_speed() -> None:
-    from kernelgate.verdict.samehost import still_open
+    from kernelgate.verdict.settled import still_open
 
     base = [process(s, w, i, seed=n, probe=w / TYPICAL_WALL) for n, (s, w, i) in
             enumerate(zip(BASE_SPEED, BASE_WALL, BASE_INPUT, strict=True))]  # fmt: skip

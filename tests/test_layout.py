@@ -68,15 +68,7 @@ def dated_lines(root: Path) -> list[str]:
 @pytest.mark.parametrize(
     "root",
     [
-        pytest.param(
-            SRC,
-            id="src",
-            marks=pytest.mark.xfail(
-                reason="dated comments remain in plugin/samehost.py, verdict/samehost.py, "
-                "verdict/structure.py and verdict/reported.py, whose rewrite is under way apart",
-                strict=False,
-            ),
-        ),
+        pytest.param(SRC, id="src"),
         pytest.param(ROOT / ".ci", id="ci"),
         pytest.param(ROOT / ".github", id="github"),
     ],

@@ -20,7 +20,7 @@ pytest.importorskip("xdist")
 CONFTEST = """
 import pytest
 
-from kernelgate.plugin import outcome, samehost
+from kernelgate.plugin import judgement, outcome
 from kernelgate.plugin.session import STATE_KEY
 
 # the judge's verdicts by test name: (failed, headline)
@@ -41,7 +41,7 @@ def fake_judge(config, state):
         raise RuntimeError("the judge broke")
 
 
-samehost.judge_session = fake_judge
+judgement.judge_session = fake_judge
 
 
 def pytest_addoption(parser):

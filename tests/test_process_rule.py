@@ -16,7 +16,8 @@ from kernelgate.verdict.compare import Verdict, compare
 from kernelgate.verdict.delta import noise_aware_rule, process_p, process_rule
 from kernelgate.verdict.policy import Status
 from kernelgate.verdict.reported import merged
-from kernelgate.verdict.samehost import Outcome, decide, still_open
+from kernelgate.verdict.samehost import Outcome, decide
+from kernelgate.verdict.settled import still_open
 
 WALL = Threshold(0.10, 50.0)  # the latency's default threshold
 LAYER = Threshold(0.01, 0.5)

@@ -14,16 +14,8 @@ from kernelgate.measure.results import Measurement
 from kernelgate.verdict.compare import Comparison, Delta, Verdict, compare, fail_set
 from kernelgate.verdict.policy import Case, Status
 from kernelgate.verdict.reported import as_run_ends, merged
-from kernelgate.verdict.samehost import (
-    SHOWN_OPEN,
-    Decision,
-    Outcome,
-    decide,
-    runner_offset,
-    settle,
-    still_open,
-    unsettled,
-)
+from kernelgate.verdict.samehost import Decision, Outcome, decide, runner_offset, settle, unsettled
+from kernelgate.verdict.settled import SHOWN_OPEN, still_open
 
 CONFIG = GateConfig()  # layers 2.5 %, total 1 %, floor 0.5 µs
 LAYERS = {"input": 30.0, "model.0": 100.0, "model.1": 200.0, "model.2": 150.0}

@@ -34,7 +34,7 @@ from kernelgate.machine import envdiff
 from kernelgate.measure import integrity
 from kernelgate.measure.results import Dist, Measurement
 from kernelgate.report.terminal import failure_message, layer_table
-from kernelgate.verdict import policy, samehost, yardstick
+from kernelgate.verdict import policy, samehost, settled, yardstick
 from kernelgate.verdict.compare import Comparison, Judge, Judgement, compare
 from kernelgate.verdict.delta import process_rule
 from kernelgate.verdict.policy import Case, ExitDecision, Status
@@ -184,7 +184,7 @@ def judge(
         if recorded is not None:
             comparison = recorded
         elif processes:  # each process's host speed out of its layers' host times, as the judge does
-            found = samehost.judged_ab(match.measurement, m, gate)
+            found = settled.judged_ab(match.measurement, m, gate)
             # the A/B measures no more: a figure that may be slower is a doubt, unless the runner's
             # two speeds explain it
             n = min(len(match.measurement.total.round_medians), len(m.total.round_medians))

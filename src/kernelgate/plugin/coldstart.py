@@ -159,7 +159,7 @@ def run(
 
         why = "another host's baseline" if foreign is not None else ""
         if comparison.failed:
-            from kernelgate.verdict.samehost import names
+            from kernelgate.verdict.settled import names
 
             why = "; ".join(filter(None, [names(comparison.failures, roles=False), why]))
         flagged = tuple((d.scope, d.name) for d in comparison.failures)

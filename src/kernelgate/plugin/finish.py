@@ -139,7 +139,7 @@ def after_tests(session: pytest.Session) -> None:
     from kernelgate.plugin import outcome
 
     if state.suspects:
-        from kernelgate.plugin.samehost import judge_session
+        from kernelgate.plugin.judgement import judge_session
 
         try:
             judge_session(config, state)

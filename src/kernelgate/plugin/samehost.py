@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import shlex
 import shutil
 import subprocess
 import sys
@@ -32,12 +31,11 @@ from kernelgate import replay
 from kernelgate.baseline.names import safe_name
 from kernelgate.coldstart import verdict as coldverdict
 from kernelgate.coldstart.phases import ColdStart
-from kernelgate.config import Scope, Threshold, node_target, record_rounds_command
+from kernelgate.config import Scope, Threshold
 from kernelgate.machine import sideenv
-from kernelgate.machine.fingerprint import OWN_ROUNDS
 from kernelgate.measure.results import Dist, Measurement
-from kernelgate.plugin import basetree, evidence, invocation, outcome, standby, startenv
-from kernelgate.verdict import ab, neighbours, ownrange, reported, samehost
+from kernelgate.plugin import basetree, evidence, invocation, standby, startenv
+from kernelgate.verdict import ab, neighbours, samehost, settled
 from kernelgate.verdict.compare import Comparison, Judgement
 from kernelgate.verdict.delta import process_rule
 
@@ -209,9 +207,9 @@ class Judge:
             start = time.monotonic()
             # base, head, head, base, ...: each side first in every other round. Both processes of a
             # round start together and wait, ready, until nothing else runs: then one measures, then
-            # the other (with a start-up beside a measuring process, an A/A run on an H100 failed on
-            # the host side, 2026-11-25: plugin/standby.py). In each, the configurations whose forward
-            # did not change come first: what runs before them is the same code on both sides
+            # the other, since a start-up beside a measuring process moves its host side
+            # (plugin/standby.py). In each, the configurations whose forward did not change come
+            # first: what runs before them is the same code on both sides
             pending = neighbours.unchanged_first(pending, lambda s: s.screen.benchmark, self.changed)
             ids = [s.nodeid for s in pending]
             self.orders.append([s.screen.benchmark for s in pending if s.kind == KERNEL])
@@ -278,7 +276,7 @@ def decide_kernel(state: State) -> Decider:
                final: bool) -> samehost.Decision | str:  # fmt: skip
         b, h = replay.reliable(base), replay.reliable(head)
         found = samehost.decide(s.screen, Measurement.from_json(s.baseline), b, h, cfg, final=final)
-        return found if found is not None else samehost.still_open(b, h, cfg)  # more rounds
+        return found if found is not None else settled.still_open(b, h, cfg)  # more rounds
 
     return decide
 
@@ -288,9 +286,9 @@ def decide_coldstart(state: State) -> Decider:
     head first: a machine that warms up during the first child must not favour one side): each phase
     by the rule of the kernel judge (:func:`kernelgate.verdict.delta.process_rule`) over every run of
     each side (each a fresh process) pooled, and over the median of each round's runs: the runs of
-    one round share its time on the host, so one slow stretch of the runner must not decide alone.
-    Seen on H100 host 5c7476c4 (2026-11-26): in an A/A run, ``import torch`` of the same code +41 %
-    on the head side over 3 rounds of 2 runs, pooled. Host-coupled: no offset check."""
+    one round share its time on the host, so one slow stretch of the runner must not decide alone
+    (pooled alone, an A/A run read ``import torch`` +41 % on one side: docs/faults.md).
+    Host-coupled: no offset check."""
     cfg = state.config
 
     def rule(b: Dist, c: Dist, t: Threshold) -> Judgement:
@@ -311,103 +309,7 @@ def decide_coldstart(state: State) -> Decider:
         return (
             found
             if found is not None
-            else "within the noise of their limits: " + samehost.names(samehost.grey(ab, None))
+            else "within the noise of their limits: " + settled.names(settled.grey(ab, None))
         )
 
     return decide_one
-
-
-def judge_session(config: pytest.Config, state: State) -> None:
-    """Decide every suspect of the session on this runner; its comparison joins the session's with
-    the judge's verdicts, and a regression or (by default) a doubt fails the run with its message."""
-    if not state.suspects:
-        return
-    from kernelgate.baseline.names import shown
-    from kernelgate.baseline.store import path_for
-    from kernelgate.machine.envdiff import changes
-    from kernelgate.offline import Judged, digest
-    from kernelgate.report.terminal import failure_message
-
-    reporter = config.pluginmanager.get_plugin("terminalreporter")
-
-    def log(line: str) -> None:
-        if reporter is not None:
-            reporter.write_line(line)
-
-    log(f"kernelgate: {len(state.suspects)} suspect(s) against the stored baseline; measuring base and "
-        "head on this runner")  # fmt: skip
-    for s in state.suspects:
-        log(f"kernelgate:   {s.screen.benchmark}: {s.why or 'over its screen threshold'}")
-    weak = samehost.few_processes(state.config.confirm_max_rounds)
-    if weak:
-        state.note(weak)
-    judge = Judge(config, state, log)
-    try:
-        decisions = judge.run(
-            state.suspects, {KERNEL: decide_kernel(state), COLDSTART: decide_coldstart(state)}
-        )
-    finally:
-        judge.close()
-    out = state.options.out_dir
-    if (out / evidence.FILE).is_file():
-        log(
-            f"kernelgate: what the judge decided from: {shown(out / evidence.FILE)} (each process's "
-            f"figures), {shown(out / evidence.RECORDS)} (every record), {shown(out / LOGS)}/ (each "
-            "process's output)"
-        )
-    # by test: the configurations passed on layers whose own rounds no longer match this runner
-    renew: dict[str, tuple[str, list[str]]] = {}
-    for suspect in state.suspects:
-        decision = decisions[suspect.nodeid]
-        # a pass over a kernel row that still fails the run is a regression, its line says so
-        decision = reported.as_run_ends(decision, reported.merged(suspect.screen, decision))
-        target = node_target(suspect.nodeid, config.rootpath, config.invocation_params.dir)
-        if suspect.kind == KERNEL:  # measured after another configuration's change in its processes
-            alone = shlex.join(["pytest", *judge.args, target])  # the whole invocation, this test alone
-            name = suspect.screen.benchmark
-            decision = neighbours.neighboured(decision, name, judge.orders, judge.changed, alone)
-        merged = reported.merged(suspect.screen, decision)
-        judged = Judged(
-            merged.benchmark, digest(suspect.baseline), decision.outcome.value, decision.reason, merged
-        )
-        state.add_decision(decision, merged, judged)
-        log(f"kernelgate: {suspect.screen.benchmark}: {decision.outcome.value}: {decision.reason}")
-        said = reported.answers(suspect.flagged, suspect.screen, decision)
-        headline = (
-            f"kernelgate: {merged.benchmark}: {decision.outcome.value.upper()} (same-host A/B, "
-            f"{decision.rounds} process(es) a side): {decision.reason}"
-        )
-        if not merged.failed:
-            state.add_verdict(
-                outcome.TestVerdict(suspect.nodeid, False, headline, "\n".join([headline, *said]))
-            )
-            # own rounds that no longer match this runner (verdict/ownrange.aged)
-            if decision.outcome is samehost.Outcome.PASS and decision.ab is not None and suspect.measured:
-                stored, run = Measurement.from_json(suspect.baseline), Measurement.from_json(suspect.measured)
-                if layers := ownrange.aged(stored, run, decision.ab, state.config):
-                    renew[target] = (suspect.screen.benchmark, layers)
-            continue
-        path = shown(path_for(state.config.baseline_dir, merged.arch))
-        if suspect.kind == KERNEL:
-            base = Measurement.from_json(suspect.baseline)
-            types = {lay.name: lay.type for lay in base.layers}
-            head = next(
-                (e.measurement for e in state.measured if e.measurement.benchmark == merged.benchmark), None
-            )
-            found = changes(base.environment, head.environment) if head is not None else []
-            text = failure_message(merged, types, path, found, target=target)
-        else:
-            text = "\n".join(
-                [f"kernelgate: cold start {merged.benchmark} on {merged.arch}:"]
-                + [f"  {d.verdict.value.upper()} {d.name}: {d.note}" for d in merged.failures]
-            )
-        # the terminal's message; the run fails on the merged comparison (kernelgate.verdict.policy)
-        state.add_judge_failure(
-            f"{decision.outcome.value.upper()} (same-host A/B): {decision.reason}\n{text}"
-        )
-        state.add_verdict(
-            outcome.TestVerdict(suspect.nodeid, True, headline, "\n".join([headline, *said, text]))
-        )
-    if renew and not state.judge_failures:  # rounds of a run that failed would record its regression
-        command = record_rounds_command(*renew, rounds=OWN_ROUNDS, append=True)
-        state.note(ownrange.aged_note(dict(renew.values()), command))

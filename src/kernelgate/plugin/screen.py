@@ -29,7 +29,7 @@ from kernelgate.plugin.session import MissingBaselineWarning, State
 from kernelgate.report.terminal import failure_message
 from kernelgate.verdict import hostspeed, ownrange, probespeed, structure, yardstick
 from kernelgate.verdict.compare import Comparison, compare
-from kernelgate.verdict.samehost import names
+from kernelgate.verdict.settled import names
 
 if TYPE_CHECKING:
     from kernelgate.plugin.fixture import KernelGate

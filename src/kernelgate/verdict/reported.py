@@ -9,7 +9,8 @@ from dataclasses import replace
 from kernelgate.config import Scope
 from kernelgate.verdict.bimodal import explain
 from kernelgate.verdict.compare import Comparison, Delta, Verdict
-from kernelgate.verdict.samehost import Decision, Outcome, doubts, names
+from kernelgate.verdict.samehost import Decision, Outcome
+from kernelgate.verdict.settled import doubts, names
 
 
 def merged(screen: Comparison, decision: Decision) -> Comparison:
@@ -18,8 +19,7 @@ def merged(screen: Comparison, decision: Decision) -> Comparison:
     ab = {(d.scope, d.name): d for d in decision.ab.deltas} if decision.ab else {}
     # the A/B's doubts that left the suspect inconclusive (judged figures: never a kernel): not those
     # the runner's two speeds explain, which the judge cleared (kernelgate.verdict.bimodal). A doubt
-    # the screen did not fail is shown on its own figure, not on the total (4 x H200, 2026-11-27: the
-    # reports showed an A/A run's latency doubt, +10.1 %, as the total, +0.5 %, "over threshold")
+    # the screen did not fail is shown on its own figure, not on the total, which did not move
     open_ = (
         doubts(decision.ab) if decision.outcome is Outcome.INCONCLUSIVE and decision.ab is not None else ()
     )
@@ -85,9 +85,9 @@ def as_run_ends(decision: Decision, shown: Comparison) -> Decision:
 
 def _in_doubt(pair: Delta | None, doubted: Sequence[Delta]) -> bool:
     """Whether a screen failure stays in doubt when the judge left its suspect inconclusive: unless the
-    A/B's doubts are elsewhere and this figure's A/B settled (an A/A run left yolov8n fp32's latency in
-    doubt on H100 host `f041c02a`, 2026-11-26, and the host times the A/B found unchanged were shown
-    inconclusive too). Where nothing was measured, or the doubt is about the stored baseline (a layer
+    A/B's doubts are elsewhere and this figure's A/B settled (a latency in doubt must not make the host
+    times the A/B found unchanged read inconclusive too). Where nothing was measured, or the doubt is
+    about the stored baseline (a layer
     that moved more than the runner's offset), every screen failure stays in doubt. ``doubted``: the
     A/B's doubts (:func:`kernelgate.verdict.samehost.doubts`)."""
     return pair is None or not doubted or pair in doubted
@@ -95,9 +95,8 @@ def _in_doubt(pair: Delta | None, doubted: Sequence[Delta]) -> bool:
 
 def _settled(pair: Delta) -> bool:
     """Whether base and head on this runner settled a figure: unchanged, faster, or inside the noise
-    and faster (which hides no regression). On 4 x H200 (2026-11-27) passing A/A runs listed figures
-    the judge had measured unchanged as "not settled": host model.1 +52.8 %, the pipeline's latency
-    +14.6 % against the stored baseline of another host."""
+    and faster (which hides no regression): a passing run must not list as "not settled" what the
+    judge measured unchanged, however far the stored baseline of another host is."""
     if pair.verdict is Verdict.AMBIGUOUS:
         return pair.delta_us <= 0
     return pair.verdict in (Verdict.UNCHANGED, Verdict.IMPROVED)

@@ -31,8 +31,19 @@ from kernelgate.measure import placement
 from kernelgate.measure.results import Measurement, combine
 from kernelgate.measure.stages import HOST_COUPLED
 from kernelgate.verdict import bimodal, hostspeed, ownrange, probespeed, structure
-from kernelgate.verdict.compare import Basis, Comparison, Delta, Verdict
+from kernelgate.verdict.compare import Comparison, Delta, Verdict
 from kernelgate.verdict.delta import MIN_PROCESSES
+from kernelgate.verdict.settled import (
+    doubts,
+    grey,
+    inside_the_noise,
+    judged,
+    judged_ab,
+    latency_doubts,
+    names,
+    probe_note,
+    walls_of,
+)
 
 # A device-side layer that the screen found this much further off than the runner's median offset,
 # while base and head agree, is not a host offset (in % points, or times its threshold if larger).
@@ -68,42 +79,6 @@ class Decision:
     launches: tuple[str, ...] = ()
 
 
-def _settled(delta: Delta, noise_us: float | None) -> bool:
-    """Clearly in (the noise-aware rule's REGRESSED or IMPROVED on ``confirm_min_rounds`` processes a side)
-    or clearly out: under the limit by two standard errors ``noise_us`` of the move (without one:
-    under half the limit). AMBIGUOUS, or unchanged close to the limit, is grey."""
-    if delta.baseline_us is None or delta.current_us is None:
-        return True  # new or missing: structural, more rounds do not change it
-    if delta.verdict is Verdict.AMBIGUOUS:
-        return False
-    limit = delta.threshold.limit_us(delta.baseline_us)
-    moved = abs(delta.delta_us)
-    if delta.verdict in (Verdict.REGRESSED, Verdict.IMPROVED):
-        return True  # over the limit, significant and beyond the spread of the processes of both sides
-    return moved + 2 * noise_us <= limit if noise_us is not None else moved <= 0.5 * limit
-
-
-JUDGED = (Scope.TOTAL, Scope.LAYER, Scope.PHASE, Scope.HOST, Scope.WALL)
-
-
-def judged(ab: Comparison) -> tuple[Delta, ...]:
-    """The deltas the decision rests on: the total, the layers, their host side, the latency and
-    cold-start phases (kernels are shown, not gated here: cuDNN picks other algorithms in other
-    processes)."""
-    return tuple(d for d in ab.deltas if d.scope in JUDGED)
-
-
-def doubts(ab: Comparison) -> tuple[Delta, ...]:
-    """The judged figures that may be slower and are not settled (AMBIGUOUS, moved up): a doubt once
-    no more rounds come. One that may be faster hides no regression."""
-    return tuple(d for d in judged(ab) if d.verdict is Verdict.AMBIGUOUS and d.delta_us > 0)
-
-
-def inside_the_noise(n: int) -> str:
-    """Why the :func:`doubts` of an A/B of ``n`` processes a side are not settled."""
-    return f"after {n} process(es) per side, over threshold but inside the noise of this runner"
-
-
 def final_doubts(
     ab: Comparison,
     n: int,
@@ -118,7 +93,7 @@ def final_doubts(
     that each process's host speed explains (``speeds``: :func:`hostspeed.latency_in_doubt`) is a
     doubt, unless the latency was taken at each process's CPU speed (``probes``: :mod:`probespeed`)."""
     ab, _ = bimodal.host_regressions(ab, processes)
-    ab = _latency_doubts(ab, speeds, _walls(processes), probes)
+    ab = latency_doubts(ab, speeds, walls_of(processes), probes)
     doubtful, why = doubts(ab), inside_the_noise(n)
 
     def judged_again(d: Delta) -> Delta:
@@ -256,8 +231,8 @@ def settle(
     # bimodal): unchanged in the A/B that the reports show, with why
     ab, spread = bimodal.host_regressions(ab, processes)
     # a latency that each process's host speed explains is a doubt, not a regression (hostspeed)
-    walls = _walls(processes)
-    ab = _latency_doubts(ab, speeds, walls, probes)
+    walls = walls_of(processes)
+    ab = latency_doubts(ab, speeds, walls, probes)
     deltas = judged(ab)
     # the origin of a regression first (kernelgate.verdict.origin), then the rest in forward order
     regressed = [d for d in ab.failures if d in deltas and d.verdict is Verdict.REGRESSED]
@@ -272,7 +247,7 @@ def settle(
     launches = tuple(c.describe() for c in launched)
     said_launches = f"; {launched_note(launches, n)}" if launches else ""
     if regressed:
-        said = hostspeed.speeds_note(regressed, speeds) + _probe_note(regressed, probes)
+        said = hostspeed.speeds_note(regressed, speeds) + probe_note(regressed, probes)
         reason = f"base -> head on this runner: {names(regressed)}{said}{said_launches}"
         return Decision(screen.benchmark, Outcome.REGRESSION, reason, ab, n, offset_pct, launches=launches)
     # a figure whose layer launches something else in every head process moved for the change
@@ -293,7 +268,7 @@ def settle(
             Outcome.INCONCLUSIVE,
             f"{inside_the_noise(n)}: {names(doubtful)}"
             f"{hostspeed.speeds_note(doubtful, speeds, ((), ()) if probes[0] else walls)}"
-            f"{_probe_note(doubtful, probes)}{said_launches}",
+            f"{probe_note(doubtful, probes)}{said_launches}",
             ab, n, offset_pct, launches=launches,
         )  # fmt: skip
     doubt = offset_doubt(screen, offset_pct) if check_offset else None
@@ -310,106 +285,6 @@ def launched_note(launches: Sequence[str], n: int) -> str:
     return f"the head launches otherwise in each of its {n} process(es) and no base process does: {shown}"
 
 
-#: the figures a round line names per open suspect (a host-side move names every layer: 19 in yolov8n)
-SHOWN_OPEN = 6
-
-
-def still_open(base_rounds: Sequence[Measurement], head_rounds: Sequence[Measurement],
-               config: GateConfig) -> str:  # fmt: skip
-    """What keeps a suspect open after :func:`decide` asked for more rounds: too few processes, or
-    the figures that may be slower and are not settled (shown in the judge's round line)."""
-    n = min(len(base_rounds), len(head_rounds))
-    if n < config.confirm_min_rounds:
-        return f"{n} of at least {config.confirm_min_rounds} process(es) a side"
-    found = judged_ab(combine(base_rounds[:n]), combine(head_rounds[:n]), config)
-    probes = found.probes
-    open_ = grey(_latency_doubts(found.ab, found.speeds, _walls(found.each), probes), found.noise)
-    more = f" and {len(open_) - SHOWN_OPEN} more" if len(open_) > SHOWN_OPEN else ""
-    said = (
-        " (the latency and host-coupled stages at each step's CPU speed)"
-        if _probe_note(open_, probes)
-        else ""
-    )
-    return "within the noise of their limits: " + names(open_[:SHOWN_OPEN]) + more + said
-
-
-def grey(ab: Comparison, noise: Mapping[tuple[Scope, str], float] | None) -> tuple[Delta, ...]:
-    """The figures of an A/B that are not settled yet (see :func:`_settled`): only those that may be
-    slower; a figure that may be faster needs no more rounds."""
-    return tuple(
-        d for d in judged(ab) if d.delta_us > 0 and not _settled(d, (noise or {}).get((d.scope, d.name)))
-    )
-
-
-@dataclass(frozen=True)
-class AB:
-    """A same-host A/B as the judge compares it (:func:`judged_ab`)."""
-
-    head: Measurement  # the head's processes combined, at each process's host speed and step's CPU speed
-    ab: Comparison  # the process rule's verdicts (probespeed.compared)
-    noise: dict[tuple[Scope, str], float]  # each figure's standard error of the move (probespeed.per_process)
-    each: bimodal.Processes  # each figure's process medians, base and head
-    speeds: tuple[tuple[float, ...], tuple[float, ...]]  # each process's host speed (hostspeed.per_process)
-    probes: probespeed.Factors  # each process's CPU-speed loop (probespeed.adjust)
-
-
-def judged_ab(base: Measurement, head: Measurement, config: GateConfig) -> AB:
-    """Both sides of an A/B (each its processes combined, as measured) as the judge compares them:
-    each process's host speed out of its layers' host times (:func:`hostspeed.per_process`: the
-    runner's, not the change's), each step's CPU speed out of the host-coupled stages and the latency's
-    host part (:func:`probespeed.adjust`: a loop the code does not move), compared by the process rule
-    with the loop unable to make a regression (:func:`probespeed.compared`), and each figure's noise
-    and process medians from the sides it was judged on (:func:`probespeed.per_process`). The judge
-    (:func:`decide`, :func:`still_open`) and ``kernelgate ab`` alike."""
-    b, h, speeds = hostspeed.per_process(base, head)
-    b, h, probes = probespeed.adjust(b, h)
-    ab = probespeed.compared((base, head), (b, h), probes, config)
-    noise, each = probespeed.per_process(ab, (b, h), (base, head))
-    return AB(h, ab, noise, each, speeds, probes)
-
-
-def _latency_doubts(
-    ab: Comparison,
-    speeds: tuple[Sequence[float], Sequence[float]],
-    walls: tuple[Sequence[float], Sequence[float]],
-    probes: probespeed.Factors,
-) -> Comparison:
-    """:func:`hostspeed.latency_in_doubt` where the latency was not taken at each step's CPU speed
-    (records without the loop: the layers' factors are all there is to read it by)."""
-    return ab if probes[0] else hostspeed.latency_in_doubt(ab, speeds, walls)
-
-
-def _walls(processes: bimodal.Processes | None) -> tuple[Sequence[float], Sequence[float]]:
-    """Each process's latency, base and head (empty where none was measured)."""
-    return (processes or {}).get((Scope.WALL, "wall"), ((), ()))
-
-
-def _probe_note(named: Sequence[Delta], probes: probespeed.Factors) -> str:
-    """:func:`probespeed.note` where ``named`` holds the latency or a host-coupled stage."""
-    coupled = any(probespeed.taken_at_speed(d) and d.basis is not Basis.ONLY_AT_SPEED for d in named)
-    return probespeed.note(probes) if coupled else ""
-
-
-def names(deltas: Sequence[Delta], roles: bool = True) -> str:
-    """``model.6 +4.3 % (origin), wall +8.2 %``: the figures as a message names them; ``roles=False``
-    leaves out the origin roles (the stored-baseline screen names no origin)."""
-
-    def role(d: Delta) -> str:
-        if not roles:
-            return ""
-        return (
-            " (origin)"
-            if d.note.startswith("origin:")
-            else " (after the origin)"
-            if "shifted" in d.note
-            else ""
-        )
-
-    return ", ".join(
-        d.figure + ("" if d.delta_pct is None else f" {d.delta_pct:+.1f} %") + role(d) for d in deltas
-    )
-
-
 def unsettled(benchmark: str, reason: str) -> Decision:
     """A suspect the judge could not measure (base not buildable, a child crashed, ...)."""
     return Decision(benchmark, Outcome.INCONCLUSIVE, reason)
@@ -422,7 +297,7 @@ def few_processes(max_rounds: int) -> str:
     return (
         f"confirm_max_rounds = {max_rounds}: the same-host judge measures at most {max_rounds} process(es) "
         f"a side, and its test of the process medians needs {MIN_PROCESSES}; the pooled iterations decide "
-        "alone, which failed unchanged code where one process of a side ran slow (H100 hosts, "
-        f"2026-11-25). Set confirm_max_rounds = {MIN_PROCESSES} or more in [tool.kernelgate] for a verdict "
-        "a runner's odd process cannot decide."
+        "alone, which fails unchanged code where one process of a side runs slow (docs/sensitivity.md). "
+        f"Set confirm_max_rounds = {MIN_PROCESSES} or more in [tool.kernelgate] for a verdict a runner's "
+        "odd process cannot decide."
     )

@@ -10,11 +10,10 @@ off, SiLU unfused; on the host side a new synchronisation or device-to-host copy
 One exception is not structural: the convolution and matrix-multiply engines (cuDNN, cuBLAS(Lt),
 CUTLASS, nvjet, ...) pick their algorithm per process and per GPU, and an algorithm may bring its
 own layout transforms or split-K reduction (one kernel or three). Within a module these *engine*
-kernels count as one opaque group: present or not. Measured on the committed baselines
-(2026-11-25): the H100's and the H200's quick sets launch different nvjet kernels in 42 modules of
-yolo11n fp16, and the same signatures by this rule.
+kernels count as one opaque group: present or not. The committed H100 and H200 baselines launch
+different nvjet kernels in 42 modules of yolo11n fp16, and the same signatures by this rule.
 
-Two more choices of that kind, found when the full matrix was recorded on both GPUs (2026-11-26):
+Two more choices of that kind, seen in the full matrix on both GPUs:
 
 - A GEMM algorithm may zero its workspace first: the H100's nvjet pick for model.15's conv of yolov8n
   fp16 at batch 8 launches a ``Memset`` beside it, the H200's does not. A memset in a module with
@@ -54,8 +53,8 @@ UNATTRIBUTED = "(unattributed)"
 AUTOTUNED = re.compile(r"^triton_")  # Inductor's kernels: their block size (grid) is timed per process
 
 
-# a few hundred kernel names, each looked up twice per measurement and comparison: the case-blind
-# search of long CUDA names took 1 s of comparing the committed H100 and H200 baselines (2026-11-27)
+# a few hundred kernel names, each looked up twice per measurement and comparison: cached, since the
+# case-blind search of long CUDA names is the slow part of comparing two baselines
 @functools.lru_cache(maxsize=8192)
 def is_engine(name: str) -> bool:
     return ENGINE.search(name) is not None
