@@ -1,4 +1,4 @@
-"""The exit statuses of README's table ("Exit statuses"), each row by a test named in the table: the
+"""The exit statuses of the table in docs/silent-pass.md ("Exit statuses"), each row by a test named in the table: the
 ``kernelgate`` command's here, the pytest run's where the table names them. Bad input never shows a
 traceback; an internal error keeps its traceback in a file and prints the command to reproduce it."""
 
@@ -15,7 +15,7 @@ from test_cli_compare_exit import BASE, SLOWED, judged
 from kernelgate import cli, exits
 
 ROOT = Path(__file__).parent.parent
-README = ROOT / "README.md"
+TABLE = ROOT / "docs" / "silent-pass.md"
 
 
 def kernelgate(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
@@ -122,8 +122,8 @@ def test_an_internal_error_of_report_merge_exits_3_too(
 
 
 def table_rows() -> list[list[str]]:
-    text = README.read_text(encoding="utf-8")
-    section = text.split("\n### Exit statuses\n", 1)[1].split("\n#", 1)[0]
+    text = TABLE.read_text(encoding="utf-8")
+    section = text.split("\n## Exit statuses\n", 1)[1].split("\n#", 1)[0]
     rows = [line for line in section.splitlines() if line.startswith("| ") and "---" not in line]
     return [[cell.strip() for cell in row.strip("|").split("|")] for row in rows[1:]]
 

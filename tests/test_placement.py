@@ -266,7 +266,7 @@ def test_the_judge_does_not_compare_a_base_of_another_method() -> None:
 @pytest.mark.parametrize("arch", ["sm90-nvidia-h200", "sm90-nvidia-h100-80gb-hbm3"])
 def test_the_committed_quick_sets_are_measured_as_the_gate_measures_now(arch: str) -> None:
     """gate.yml's configurations (the quick set) must be of the current method, or every GPU run is
-    refused; the nightly-only ones may still be of one place (README: Baselines)."""
+    refused; the nightly-only ones may still be of one place (docs/baselines.md: Placements)."""
     from kernelgate.models import matrix
 
     repo = Path(__file__).resolve().parents[1]
