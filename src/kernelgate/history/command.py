@@ -39,7 +39,7 @@ def _archs(folder: Path, arch: str | None) -> list[str]:
 def _add(args: argparse.Namespace) -> int:
     for name in args.results:
         try:
-            night = nights.night_of(Path(name), args.commit, args.date, args.run)
+            night = nights.night_of(Path(name), args.commit, args.date, args.run_url)
             path, stored = nights.add(_folder(args), night)
         except nights.HistoryError as exc:
             raise exits.InputError(str(exc)) from exc
@@ -206,7 +206,7 @@ def add_parsers(sub: Any) -> None:
     add.add_argument("--dir", default=HISTORY_DIR, help="the history folder (default %(default)s)")
     add.add_argument("--commit", help="the night's commit (default: the file's commit_info)")
     add.add_argument("--date", help="the night's date, ISO 8601 (default: the file's)")
-    add.add_argument("--run", default="", help="where it ran, e.g. the workflow run's URL")
+    add.add_argument("--run-url", default="", help="where it ran, e.g. the workflow run's URL")
     add.set_defaults(run=_add)
     show = verbs.add_parser("show", help="list the nights (and one figure of one configuration)")
     show.add_argument("--dir", default=HISTORY_DIR)
