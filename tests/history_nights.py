@@ -61,11 +61,13 @@ def nights(
     commits: Sequence[str] | None = None,
     step: tuple[str, str, int, float] | None = None,
     host_change_at: int | None = None,
+    more: Sequence[tuple[str, str, int, float]] = (),
 ) -> list[Night]:
-    """``count`` nights of the H200's configurations with recorded noise; ``step``: (configuration,
-    figure, first night, factor) multiplies that figure from that night on; ``host_change_at``: the
-    night from which a new driver (and so a new host id) measures."""
+    """``count`` nights of the H200's configurations with recorded noise. ``step`` (and each of
+    ``more``): (configuration, figure, first night, factor) multiplies that figure from that night on;
+    ``host_change_at``: the night from which a new driver (and so a new host id) measures."""
     configs, pools = recorded()
+    steps = ([step] if step is not None else []) + list(more)
     out = []
     for n in range(count):
         made = {}
@@ -76,8 +78,9 @@ def nights(
             ) -> float:
                 pool = pools[name]
                 v = median * (1.0 + pool[(n + 3 * offset) % len(pool)])
-                if step is not None and (benchmark, name) == step[:2] and n >= step[2]:
-                    v *= step[3]
+                for at in steps:
+                    if (benchmark, name) == at[:2] and n >= at[2]:
+                        v *= at[3]
                 return round(v, 3)
 
             made[benchmark] = Config(

@@ -242,6 +242,8 @@ def add_parsers(sub: Any) -> None:
     bis = sub.add_parser(
         "bisect",
         help="find the first bad commit between GOOD and BAD with the same-host judge on this runner",
+        description="Options come before GOOD and BAD: kernelgate bisect --dry-run GOOD BAD -- benchmarks "
+        "-k CONFIG (after the positional arguments argparse takes no more options).",
     )
     bis.add_argument("good", nargs="?", help="the last good commit (the last good night's)")
     bis.add_argument("bad", nargs="?", help="a bad commit (the first bad night's)")
