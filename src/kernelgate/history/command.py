@@ -12,7 +12,7 @@ from kernelgate import config, exits
 from kernelgate.history import abjudge, changes, nights, publish
 from kernelgate.history import bisect as bisecting
 
-HISTORY_DIR = ".kernelgate/history"
+HISTORY_DIR = ".kernelgate/nights"  # .kernelgate/history is the action's (older baselines)
 
 
 def _folder(args: argparse.Namespace) -> Path:
@@ -143,7 +143,11 @@ def _bisect_changes(args: argparse.Namespace, deadline: float | None) -> int:
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise exits.InputError(f"{args.changes}: not a `kernelgate changes --json` file ({exc})") from exc
     history = Path(args.history) if args.history else None
-    done = publish.known(history) if history else {}
+    done = {
+        k: v
+        for arch in {c.arch for c in found}
+        for k, v in (publish.known(history, arch) if history else {}).items()
+    }
     results: dict[str, dict[str, Any]] = {}
     unfinished = False
     for i, span in enumerate(changes.to_bisect(found)):
@@ -166,7 +170,7 @@ def _bisect_changes(args: argparse.Namespace, deadline: float | None) -> int:
             continue
         results[key] = result.to_json()
         if result.status in (bisecting.Status.FOUND, bisecting.Status.EMPTY) and history is not None:
-            publish.remember(history, span.good, span.bad, results[key])
+            publish.remember(history, target.arch, span.good, span.bad, results[key])
         unfinished |= result.status is bisecting.Status.UNFINISHED
     out = Path(args.out) / "results.json"
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -18,16 +18,16 @@ from kernelgate.history.changes import Change
 from kernelgate.history.nights import TOTAL
 
 MARKER = "<!-- kernelgate-change: {key} -->"
-BISECTIONS = "bisections.jsonl"
+BISECTIONS = "bisections"  # <history>/bisections/<arch>.jsonl: one file per job of the nightly
 
 
 def range_key(good: str, bad: str) -> str:
     return f"{good}..{bad}"
 
 
-def known(folder: Path) -> dict[str, dict[str, Any]]:
-    """The finished bisections kept in ``folder`` by commit range (``good..bad``)."""
-    path = folder / BISECTIONS
+def known(folder: Path, arch: str) -> dict[str, dict[str, Any]]:
+    """The finished bisections of ``arch`` kept in ``folder`` by commit range (``good..bad``)."""
+    path = folder / BISECTIONS / f"{arch}.jsonl"
     if not path.exists():
         return {}
     out = {}
@@ -38,9 +38,9 @@ def known(folder: Path) -> dict[str, dict[str, Any]]:
     return out
 
 
-def remember(folder: Path, good: str, bad: str, result: Mapping[str, Any]) -> None:
-    folder.mkdir(parents=True, exist_ok=True)
-    with (folder / BISECTIONS).open("a", encoding="utf-8") as out:
+def remember(folder: Path, arch: str, good: str, bad: str, result: Mapping[str, Any]) -> None:
+    (folder / BISECTIONS).mkdir(parents=True, exist_ok=True)
+    with (folder / BISECTIONS / f"{arch}.jsonl").open("a", encoding="utf-8") as out:
         out.write(json.dumps({"range": range_key(good, bad), "result": result}, separators=(",", ":")) + "\n")
 
 
