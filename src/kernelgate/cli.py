@@ -17,6 +17,7 @@ from kernelgate.baseline import reading as baseline
 from kernelgate.baseline.errors import BaselineError
 from kernelgate.coldstart import command
 from kernelgate.coldstart import verdict as coldverdict
+from kernelgate.history import command as history_command
 from kernelgate.machine.identity import detect_arch_key
 from kernelgate.measure.results import Measurement
 from kernelgate.verdict import policy
@@ -305,6 +306,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     rpl.add_argument("--config", default="pyproject.toml", help="the [tool.kernelgate] the judge reads")
     rpl.set_defaults(run=_replay)
     cli_baseline.add(sub)
+    history_command.add_parsers(sub)
     args = parser.parse_args(given)
     if getattr(args, "rounds", 1) < 1:
         parser.error(f"--rounds {args.rounds}: give 1 or more")
