@@ -212,7 +212,8 @@ def test_the_nightly_judges_against_the_commit_its_baseline_was_recorded_at(tmp_
     assert "missing-baseline" not in str(gate["with"])
     action = (ROOT / "action.yml").read_text()
     assert "--kernelgate-history .kernelgate/history" in action
-    (checkout,) = [s for s in steps if "actions/checkout@" in s.get("uses", "")]
+    # the repository's own checkout (the other checks out the history branch into a folder)
+    (checkout,) = [s for s in steps if "actions/checkout@" in s.get("uses", "") and "path" not in s["with"]]
     assert checkout["with"]["fetch-depth"] == 0
 
 

@@ -128,7 +128,7 @@ class Night:
         )
 
     def short(self) -> str:
-        """``2027-01-05 3f2a9c1e0b7d``: the night's date and commit, as lists show them."""
+        """The night's date (ISO, ``YYYY-MM-DD``) and its commit's first 12 digits, as lists show them."""
         return f"{self.date[:10]} {self.commit[:12]}"
 
 

@@ -45,7 +45,7 @@ class Progress:
         if state is None or len(state.gate_tests) < 2 or self.config.get_verbosity() < 0:
             return
         said = f"suspect{': ' + why if why else ''}; judged on this runner after the last test"
-        self._write(len(self.done) + 1, len(state.gate_tests), nodeid, seconds, said, False)
+        self._write(len(self.done) + len(state.held), len(state.gate_tests), nodeid, seconds, said, False)
 
     def _write(self, done: int, total: int, nodeid: str, seconds: float, verdict: str, failed: bool) -> None:
         from kernelgate.report.terminal import progress_line
