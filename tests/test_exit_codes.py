@@ -1,6 +1,7 @@
 """The exit statuses of the table in docs/silent-pass.md ("Exit statuses"), each row by a test named in
-the table: the ``kernelgate`` command's here, the pytest run's where the table names them. Bad input never shows a
-traceback; an internal error keeps its traceback in a file and prints the command to reproduce it."""
+the table: the ``kernelgate`` command's here, the pytest run's where the table names them. Bad input
+never shows a traceback; an internal error keeps its traceback in a file and prints the command to
+reproduce it."""
 
 from __future__ import annotations
 
