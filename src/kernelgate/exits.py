@@ -1,4 +1,4 @@
-"""The exit statuses of the ``kernelgate`` command (README, "Exit statuses") and the one guard
+"""The exit statuses of the ``kernelgate`` command (docs/silent-pass.md, "Exit statuses") and the one guard
 around every command: bad input exits 2 with a line that says what to fix, never a traceback; an
 unexpected exception exits 3, with the traceback kept in a file and the command that reproduces it,
 never 0 or 1 (a verdict)."""
