@@ -22,8 +22,8 @@ from kernelgate.machine.identity import detect_arch_key
 from kernelgate.measure.results import Measurement
 from kernelgate.verdict import policy
 
-# exit statuses (kernelgate.exits, docs/silent-pass.md "Exit statuses"): 0 pass, 1 a verdict failed the run, 2 bad
-# input or usage, 3 kernelgate itself failed
+# exit statuses (kernelgate.exits, docs/silent-pass.md "Exit statuses"): 0 pass, 1 a verdict failed the
+# run, 2 bad input or usage, 3 kernelgate itself failed
 INTERNAL_ERROR = exits.INTERNAL_ERROR
 
 
