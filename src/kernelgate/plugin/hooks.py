@@ -19,6 +19,7 @@ from kernelgate.plugin.session import RECEIVED_KEY, SLOTS_KEY, STATE_KEY
 
 if TYPE_CHECKING:
     from kernelgate.plugin.fixture import KernelGate
+    from kernelgate.plugin.session import State
 
 DEFAULT_STORAGE = "file://./.benchmarks"
 
@@ -294,7 +295,7 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
     return True
 
 
-def _judging(state: Any) -> bool:
+def _judging(state: State) -> bool:
     """Whether this run may hand suspects to the same-host judge: confirm on, not recording, and
     not itself one of the judge's processes."""
     return bool(state.config.confirm) and not state.options.save and state.options.confirm_out is None
