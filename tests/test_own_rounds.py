@@ -220,10 +220,11 @@ def own_two(lower: float = 33.3, upper: float = 34.4) -> Measurement:
 def screened(stored: Measurement, head: Measurement, own: bool) -> tuple[bool, str, Comparison]:
     """The screen of ``head`` (one process) against ``stored``: suspect, why, and the comparison a
     benchmark that is none is judged by."""
-    from kernelgate.plugin.screen import screen
+    from kernelgate.plugin.screen import screening
 
     config = GateConfig()
-    suspect, shown, why = screen(stored, head, compare(stored, head, config), config, own)
+    found = screening(stored, head, compare(stored, head, config), config, own)
+    suspect, shown, why = found.suspect, found.comparison, found.why
     return suspect, why, shown
 
 

@@ -6,7 +6,7 @@ appended late, and layers at a few levels per process").
 
 Each kernel suspect whose stored baseline is the runner's own rounds (verdict/ownrange.recorded_here)
 is screened again from its stored rounds and the screen's own measurement, both kept in the records
-(kernelgate.plugin.screen.screen): those it no longer suspects are listed with the lines the run would
+(kernelgate.plugin.screen.screening): those it no longer suspects are listed with the lines the run would
 print for them. ``--inject PCT`` multiplies each device layer's samples of >= 20 µs by 1 + PCT/100 in
 the screen's measurement, one layer at a time, and counts the cases where that layer fails in the screen
 (its fraction, by the own-range rule, or the full threshold's guard), with the guard's own-level pass
@@ -24,7 +24,7 @@ from kernelgate.config import GateConfig, Scope
 from kernelgate.measure.results import Dist, Measurement
 from kernelgate.measure.stages import HOST_COUPLED
 from kernelgate.plugin.evidence import read_records
-from kernelgate.plugin.screen import screen
+from kernelgate.plugin.screen import screening
 from kernelgate.report.terminal import let_go_lines
 from kernelgate.verdict import hostspeed, ownrange
 from kernelgate.verdict.compare import compare
@@ -55,10 +55,8 @@ def cases(files: Iterable[Path]) -> Iterator[Case]:
 
 def let_go(case: Case, config: GateConfig) -> list[str] | None:
     """The lines a run would print for what the screen passes now; None where it is still a suspect."""
-    suspect, shown, _ = screen(
-        case.stored, case.measured, compare(case.stored, case.measured, config), config, True
-    )
-    return None if suspect else let_go_lines([shown])
+    found = screening(case.stored, case.measured, compare(case.stored, case.measured, config), config, True)
+    return None if found.suspect else let_go_lines([found.comparison])
 
 
 def slowed(run: Measurement, layer: str, factor: float) -> Measurement:

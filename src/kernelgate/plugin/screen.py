@@ -99,20 +99,6 @@ class Screened:
     flagged: tuple[tuple[Scope, str], ...] = ()
 
 
-def screen(
-    stored: measure.Measurement,
-    result: measure.Measurement,
-    comparison: Comparison,
-    cfg: GateConfig,
-    own: bool,
-    built: tuple[structure.Change, ...] = (),
-    blind: bool = False,
-) -> tuple[bool, Comparison, str]:
-    """:func:`screening` as a tuple: whether ``result`` is a suspect, its comparison and why."""
-    found = screening(stored, result, comparison, cfg, own, built, blind)
-    return found.suspect, found.comparison, found.why
-
-
 def screening(
     stored: measure.Measurement,
     result: measure.Measurement,
