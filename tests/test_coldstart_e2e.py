@@ -8,6 +8,7 @@ phase); the thresholds are wide because imports on a shared 2-core CI machine ar
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 from dataclasses import replace
 from pathlib import Path
@@ -129,6 +130,10 @@ def test_a_cold_start_recorded_on_another_host_is_judged_on_this_runner(
     assert "1 suspect(s) against the stored baseline" in out
     assert "kernelgate:   coldstart-yolov8n-fp32-bs1-32-empty: " in out and "another host's baseline" in out
     assert "coldstart-yolov8n-fp32-bs1-32-empty: pass: base and head agree on this runner" in out
+    # base and head took turns, process by process (plugin/standby.py): the round holds both orders,
+    # so its two runs a side (confirm_min_rounds = 2 here) settle it
+    assert re.search(r"same-host round 1: .*cold starts [\d.]+ s in turns\), 0 suspect", out), out[-3000:]
+    assert "same-host round 2" not in out
     (bench,) = json.loads((pytester.path / "screen.json").read_text())["benchmarks"]
     assert bench["stats"]["rounds"] == 1  # the screen's one run: the offset, not the verdict
 

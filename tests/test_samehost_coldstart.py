@@ -17,7 +17,7 @@ import pytest
 from kernelgate.coldstart import verdict as coldverdict
 from kernelgate.coldstart.phases import ChildSpec, ColdStart, Run
 from kernelgate.config import GateConfig
-from kernelgate.plugin.samehost import COLDSTART, Suspect, decide_coldstart
+from kernelgate.plugin.samehost import COLDSTART, TURNS_KEY, Suspect, decide_coldstart
 from kernelgate.verdict import bimodal
 from kernelgate.verdict.compare import Verdict, noise_aware_rule
 from kernelgate.verdict.samehost import Outcome
@@ -125,3 +125,35 @@ def test_the_runners_two_speeds_settle_a_cold_start_once_the_base_shows_them(
     # a head 40 % slower in every run, its fastest too, is not the runner
     slow = side([[t * 1.4 for t in r] for r in AA_HEAD[:3]], 10)
     assert decide(base[:3], slow).outcome is Outcome.REGRESSION
+
+
+def turns(side_records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Records of rounds whose sides took turns run by run (plugin/standby.py)."""
+    return [{**r, TURNS_KEY: True} for r in side_records]
+
+
+def test_one_round_of_turns_holds_both_orders_and_passes_the_same_code() -> None:
+    base = turns(side([[3000.0, 3030.0, 3010.0]], 0))
+    head = turns(side([[3015.0, 2995.0, 3005.0]], 10))
+    assert decide(base, head).outcome is Outcome.PASS
+    # the same runs from rounds one side after the other: a round in each order first
+    plain = side([[3000.0, 3030.0, 3010.0]], 0), side([[3015.0, 2995.0, 3005.0]], 10)
+    assert decide(*plain) == "a round in each order first (2)"
+
+
+def test_a_slowdown_in_rounds_of_turns_is_a_regression_each_run_a_process() -> None:
+    head = turns(side([[4250.0, 4280.0, 4230.0], [4300.0, 4260.0, 4240.0]], seed=10))
+    base = turns(side([[3000.0, 3030.0, 3010.0], [2990.0, 3020.0, 3005.0]], 0))
+    found = decide(base, head)
+    assert found.outcome is Outcome.REGRESSION and "import_torch +41" in found.reason
+    # one round of three runs a side: the Mann-Whitney test cannot reach alpha yet
+    assert isinstance(decide(base[:1], head[:1]), str)
+
+
+def test_two_slow_runs_of_six_in_rounds_of_turns_are_no_regression() -> None:
+    # a slow stretch of the runner over two of the head's six runs: each run is a process, and the
+    # process test does not bear the pooled runs out
+    head = turns(side([[4250.0, 3010.0, 3020.0], [4280.0, 2995.0, 3000.0]], seed=10))
+    base = turns(side([[3000.0, 3030.0, 3010.0], [2990.0, 3020.0, 3005.0]], 0))
+    found = decide(base, head)
+    assert isinstance(found, str) or found.outcome is not Outcome.REGRESSION

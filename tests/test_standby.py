@@ -3,6 +3,9 @@
 
 from __future__ import annotations
 
+import itertools
+import json
+import os
 import subprocess
 import sys
 import time
@@ -121,3 +124,81 @@ def test_a_child_of_cold_starts_alone_imports_nothing_ahead(
     standby.select(Config(), [], go)  # type: ignore[arg-type]
     assert warmed == ([] if cold else [True])
     assert (tmp_path / standby.READY).is_file()
+
+
+# a child of cold starts as the judge starts it: it waits a moment (its set-up), then runs its
+# processes, each when granted, and logs when each began and ended
+TURNS_CHILD = """
+import json, sys, time
+from pathlib import Path
+from kernelgate.plugin import standby
+folder, name, runs, ask = Path(sys.argv[1]), sys.argv[2], int(sys.argv[3]), sys.argv[4] == "ask"
+time.sleep(0.2 if name == "base" else 0.05)
+for _ in range(runs):
+    with standby.turn(folder) if ask else open(folder / "null", "w"):
+        began = time.monotonic()
+        time.sleep(0.15)
+        with open(folder.parent / "log.jsonl", "a") as log:
+            log.write(json.dumps([name, began, time.monotonic()]) + "\\n")
+    time.sleep(0.05)  # between two processes: its record, the next one's set-up
+"""
+
+
+def _turn_children(tmp_path: Path, runs: dict[str, int], ask: dict[str, bool]) -> list[standby.Child]:
+    children = []
+    for name in ("base", "head"):
+        out = tmp_path / name
+        out.mkdir()
+        command = [sys.executable, "-c", TURNS_CHILD, str(out), name, str(runs[name]),
+                   "ask" if ask[name] else "free"]  # fmt: skip
+        children.append(standby.start(name, command, Path.cwd(), dict(os.environ), out))
+    return children
+
+
+def _log(tmp_path: Path) -> list[tuple[str, float, float]]:
+    lines = (tmp_path / "log.jsonl").read_text().splitlines()
+    return [(str(n), float(a), float(b)) for n, a, b in map(json.loads, lines)]
+
+
+def test_cold_start_children_take_turns_run_by_run_in_both_orders(tmp_path: Path) -> None:
+    children = _turn_children(tmp_path, {"base": 3, "head": 3}, {"base": True, "head": True})
+    assert standby.take_turns(children, timeout_s=60) is True
+    for child in children:
+        assert standby.finish(child, 60) is None
+    log = _log(tmp_path)
+    # base, head, head, base, base, head: each side first in every other pair, though the base is the
+    # slower to start
+    assert [name for name, _, _ in log] == ["base", "head", "head", "base", "base", "head"]
+    # no process runs beside another
+    for (_, _, end), (_, began, _) in itertools.pairwise(log):
+        assert began >= end
+
+
+def test_a_child_that_never_asks_runs_alone_and_the_round_is_not_interleaved(tmp_path: Path) -> None:
+    # a base checkout's older kernelgate: its child runs its processes unheld; the head's wait until
+    # it has ended
+    children = _turn_children(tmp_path, {"base": 2, "head": 2}, {"base": False, "head": True})
+    assert standby.take_turns(children, timeout_s=60) is False
+    for child in children:
+        assert standby.finish(child, 60) is None
+    log = _log(tmp_path)
+    assert [name for name, _, _ in log] == ["base", "base", "head", "head"]
+    for (_, _, end), (_, began, _) in itertools.pairwise(log):
+        assert began >= end
+
+
+def test_a_child_imports_ahead_what_the_judge_s_session_imported(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    listed = standby.imported()
+    assert "kernelgate.plugin.standby" in listed and "json" not in listed  # its packages only
+    assert not [n for n in listed if n.startswith("torch._inductor")]
+    # the child's side: each listed module imported before it says ready, one that fails skipped
+    monkeypatch.setattr(standby, "PREWARM", ())
+    for name in ("kernelgate.history.command", "kernelgate.report.html"):
+        monkeypatch.delitem(sys.modules, name, raising=False)
+    names = tmp_path / "prewarm.txt"
+    names.write_text("kernelgate.history.command\nkernelgate.no_such_module\nkernelgate.report.html\n")
+    monkeypatch.setenv(standby.PREWARM_VAR, str(names))
+    standby.prewarm()
+    assert "kernelgate.history.command" in sys.modules and "kernelgate.report.html" in sys.modules

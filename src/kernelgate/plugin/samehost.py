@@ -52,8 +52,11 @@ CHILD_ITERATIONS = 12
 COLDSTART_MIN_ROUNDS = 2  # one round in each order
 CHILD_TIMEOUT_S = 1800
 KERNEL = "kernel"
+PREWARM_FILE = "prewarm.txt"  # the modules the children import while they start (plugin/standby.py)
 LOGS = "judge-logs"  # each child's output, under --kernelgate-out: round1-base.log, ...
 COLDSTART = "coldstart"
+# in a cold start's record of a round whose sides took turns run by run (plugin/standby.py)
+TURNS_KEY = "kernelgate_turns"
 
 
 @dataclass(frozen=True)
@@ -127,8 +130,13 @@ class Judge:
             f"--kernelgate-out={out / 'kg'}", f"--kernelgate-report-dir={out / 'report'}",
             f"--kernelgate-standby={out / standby.GO}",
         ]  # fmt: skip
-        # said in the environment, not as an option: a base checkout's older kernelgate ignores it
-        env = {**side.env, standby.COLD_VAR: "1"} if cold else side.env
+        # said in the environment, not as an option: a base checkout's older kernelgate ignores it;
+        # the cold starts' children take turns, the others import ahead what this session imported
+        # (plugin/standby.py)
+        if cold:
+            env = {**side.env, standby.COLD_VAR: "1", standby.TURNS_VAR: str(out)}
+        else:
+            env = {**side.env, standby.PREWARM_VAR: str(self.work / PREWARM_FILE)}
         return standby.start(side.name, command, side.cwd, env, out)
 
     def _sides(self) -> tuple[Side, Side] | str:
@@ -194,6 +202,7 @@ class Judge:
         if isinstance(sides, str):
             return {s.nodeid: samehost.unsettled(s.screen.benchmark, sides) for s in suspects}
         base, head = sides
+        (self.work / PREWARM_FILE).write_text("\n".join(standby.imported()), encoding="utf-8")
         shutil.rmtree(self.state.options.out_dir / LOGS, ignore_errors=True)  # an earlier run's
         decided: dict[str, samehost.Decision] = {}
         why: dict[str, str] = {}
@@ -205,33 +214,60 @@ class Judge:
                         for s in suspects if s.kind == KERNEL}  # fmt: skip
         for r in range(cfg.confirm_max_rounds):
             start = time.monotonic()
-            # base, head, head, base, ...: each side first in every other round. Both processes of a
+            # base, head, head, base, ...: each side first in every other round. The processes of a
             # round start together and wait, ready, until nothing else runs: then one measures, then
-            # the other, since a start-up beside a measuring process moves its host side
-            # (plugin/standby.py). In each, the configurations whose forward did not change come
-            # first: what runs before them is the same code on both sides
+            # the other, since a start-up beside a measuring process moves its host side; the cold
+            # starts' two take turns, process by process (plugin/standby.py). In each, the
+            # configurations whose forward did not change come first: what runs before them is the
+            # same code on both sides
             pending = neighbours.unchanged_first(pending, lambda s: s.screen.benchmark, self.changed)
-            ids = [s.nodeid for s in pending]
+            kernels = [s.nodeid for s in pending if s.kind != COLDSTART]
+            colds = [s.nodeid for s in pending if s.kind == COLDSTART]
             self.orders.append([s.screen.benchmark for s in pending if s.kind == KERNEL])
-            cold = all(s.kind == COLDSTART for s in pending)
-            children = [self._spawn(side, ids, self.work / f"{side.name}-{r}", cold)
-                        for side in ab.order(sides, r)]  # fmt: skip
-            standby.await_ready(children, CHILD_TIMEOUT_S)
+            # every process of the round starts now, together, and waits (plugin/standby.py): the
+            # kernel benchmarks' pair, then the cold starts' pair
+            pairs = []
+            for ids, cold in ((kernels, False), (colds, True)):
+                if ids:
+                    folder = f"-{r}-cold" if cold else f"-{r}"
+                    children = [self._spawn(side, ids, self.work / (side.name + folder), cold)
+                                for side in ab.order(sides, r)]  # fmt: skip
+                    pairs.append((ids, cold, children))
+            standby.await_ready([c for _, _, children in pairs for c in children], CHILD_TIMEOUT_S)
             spent = [f"start-up {time.monotonic() - start:.1f} s"]
-            for child in children:
-                side = base if child.name == "base" else head
+            for ids, cold, children in pairs:
                 began = time.monotonic()
-                standby.release(child.go, ids)
-                problem = standby.finish(child, CHILD_TIMEOUT_S)
-                spent.append(f"{child.name} {time.monotonic() - began:.1f} s")
-                standby.keep_log(child, self.state.options.out_dir / LOGS, r + 1)
-                for s in pending:
-                    path = record_file(child.out, s.nodeid)
-                    if path.is_file():
-                        side.records.setdefault(s.nodeid, []).append(json.loads(path.read_text("utf-8")))
-                    elif s.nodeid not in decided:
-                        lost = problem or f"the {side.name} side wrote no record of {s.nodeid} (see its log)"
-                        decided[s.nodeid] = samehost.unsettled(s.screen.benchmark, lost)
+                if cold:  # both at once, taking turns process by process
+                    for child in children:
+                        standby.release(child.go, ids)
+                    interleaved = standby.take_turns(children, CHILD_TIMEOUT_S)
+                    problems = {c.name: standby.finish(c, CHILD_TIMEOUT_S) for c in children}
+                    spent.append(f"cold starts {time.monotonic() - began:.1f} s"
+                                 f"{' in turns' if interleaved else ''}")  # fmt: skip
+                else:  # one after the other
+                    interleaved, problems = False, {}
+                    for child in children:
+                        began = time.monotonic()
+                        standby.release(child.go, ids)
+                        problems[child.name] = standby.finish(child, CHILD_TIMEOUT_S)
+                        spent.append(f"{child.name} {time.monotonic() - began:.1f} s")
+                for child in children:
+                    side = base if child.name == "base" else head
+                    standby.keep_log(child, self.state.options.out_dir / LOGS, r + 1, "cold" if cold else "")
+                    for s in pending:
+                        if s.nodeid not in ids:
+                            continue
+                        path = record_file(child.out, s.nodeid)
+                        if path.is_file():
+                            record = json.loads(path.read_text("utf-8"))
+                            if interleaved:  # the round's two orders are in its runs
+                                record[TURNS_KEY] = True
+                            side.records.setdefault(s.nodeid, []).append(record)
+                        elif s.nodeid not in decided:
+                            lost = problems[child.name] or (
+                                f"the {side.name} side wrote no record of {s.nodeid} (see its log)"
+                            )
+                            decided[s.nodeid] = samehost.unsettled(s.screen.benchmark, lost)
             pending = [s for s in pending if s.nodeid not in decided]
             measured = neighbours.measured_changed(names, base.records, head.records)  # first records
             self.changed |= measured
@@ -298,11 +334,17 @@ def decide_coldstart(state: State) -> Decider:
                    final: bool) -> samehost.Decision | str:  # fmt: skip
         b = [ColdStart.from_json(r) for r in base]
         h = [ColdStart.from_json(r) for r in head]
-        if not b or not h or min(len(b), len(h)) < COLDSTART_MIN_ROUNDS:
-            return f"a round in each order first ({COLDSTART_MIN_ROUNDS})"
+        # a round whose sides took turns run by run holds both orders
+        rounds = 1 if all(r.get(TURNS_KEY) for r in (*base, *head)) else COLDSTART_MIN_ROUNDS
+        if not b or not h or min(len(b), len(h)) < rounds:
+            return f"a round in each order first ({rounds})"
         n = min(sum(len(r.ok_runs) for r in b), sum(len(r.ok_runs) for r in h))
         if n < cfg.confirm_min_rounds:
             return f"{n} of at least {cfg.confirm_min_rounds} runs a side"
+        # in a round of turns no stretch of the runner falls on one side's runs alone: each run is
+        # then the unit the process test replicates over, as each is a fresh process
+        b = [part for r, raw in zip(b, base, strict=True) for part in _apart(r, raw)]
+        h = [part for r, raw in zip(h, head, strict=True) for part in _apart(r, raw)]
         ab = coldverdict.compare_rounds(b, h, cfg, judge=rule)
         each = coldverdict.run_values(b, h)  # every run a fresh process: the runner's two speeds
         found = samehost.settle(s.screen, ab, n, final=final, check_offset=False, processes=each)
@@ -313,3 +355,10 @@ def decide_coldstart(state: State) -> Decider:
         )
 
     return decide_one
+
+
+def _apart(record: ColdStart, raw: Mapping[str, Any]) -> list[ColdStart]:
+    """``record`` as the rounds the process test counts: one per run where its round took turns."""
+    if not raw.get(TURNS_KEY):
+        return [record]
+    return [dataclasses.replace(record, runs=(run,)) for run in record.runs]

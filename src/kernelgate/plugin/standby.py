@@ -10,18 +10,25 @@ Each collects the suspects it may be asked for, imports what the measurement nee
 then the other: no process starts up, or does anything else, while one measures, since a process
 starting beside one that measures slows its host side by tens of % and fails an A/A run
 (docs/sensitivity.md, "Structure, host side, three H100 hosts").
+
+Cold starts take turns instead (:func:`take_turns`): both children of a round run at once, and each
+asks before every fresh process it starts (:func:`turn`); the judge lets one side's process run
+while the other child waits, base, head, head, base, ... So one round holds both orders, run by run,
+and no process starts beside another.
 """
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import importlib.util
 import json
 import os
 import shutil
 import subprocess
+import sys
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
@@ -33,14 +40,40 @@ READY = "ready"
 POLL_S = 0.01
 WAIT_S = 7200.0  # a parent gone for two hours: the child gives up and runs nothing
 PREWARM = ("torch", "ultralytics.nn.tasks")
+# the packages whose modules the judge's session lists for its children's prewarm, and where
+PACKAGES = ("torch", "torchvision", "ultralytics", "kernelgate", "pandas", "scipy", "numpy", "rich")
+PREWARM_VAR = "KERNELGATE_STANDBY_PREWARM"
+# left to the test that needs them: Inductor's modules may start its compile workers
+NOT_AHEAD = ("torch._inductor",)
 # set by the judge for a child of cold starts alone (its environment, not an option: a base checkout's
 # older kernelgate, which has no such option, runs the child all the same)
 COLD_VAR = "KERNELGATE_STANDBY_COLD"
+# set by the judge for a child of cold starts that takes turns (:func:`turn`): its folder of turn files
+TURNS_VAR = "KERNELGATE_STANDBY_TURNS"
+WANT, TURN, DONE = "want", "turn", "done"  # the turn files: the child's last asked and done, the granted
+
+
+def imported(roots: Sequence[str] = PACKAGES) -> list[str]:
+    """The modules of ``roots`` this process has imported, in import order: what a child that measures
+    the same benchmarks will import too, written for its prewarm (:data:`PREWARM_VAR`)."""
+    return [
+        name
+        for name in list(sys.modules)
+        if name.partition(".")[0] in roots and not name.startswith(NOT_AHEAD)
+    ]
 
 
 def prewarm() -> None:
-    """Import the heavy, GPU-free modules the benchmarks will import anyway."""
-    for name in PREWARM:
+    """Import the heavy, GPU-free modules the benchmarks will import anyway: torch and ultralytics,
+    and what the session that started the judge imported measuring the same benchmarks (the file in
+    :data:`PREWARM_VAR`: ``torch._dynamo`` and the profiler's modules, kernelgate's measuring and
+    judging modules): each second of imports left to the first test is a second the other side's
+    process waits."""
+    listed = os.environ.get(PREWARM_VAR)
+    more = Path(listed).read_text(encoding="utf-8").split() if listed and Path(listed).is_file() else []
+    for name in (*PREWARM, *more):
+        if name in sys.modules:
+            continue
         if importlib.util.find_spec(name.partition(".")[0]) is None:
             continue
         try:
@@ -81,6 +114,80 @@ def select(config: pytest.Config, items: list[pytest.Item], go: Path) -> None:
     if dropped:
         config.hook.pytest_deselected(items=dropped)
     items[:] = keep
+
+
+def _number(path: Path) -> int:
+    """The count in a turn file (0 where there is none yet)."""
+    try:
+        return int(path.read_text(encoding="utf-8") or 0)
+    except (FileNotFoundError, ValueError):
+        return 0
+
+
+def _write(path: Path, value: int) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(str(value), encoding="utf-8")
+    os.replace(tmp, path)
+
+
+@contextlib.contextmanager
+def turn(folder: Path, limit_s: float = WAIT_S) -> Iterator[None]:
+    """The child's side of :func:`take_turns`: ask for the next turn, wait until the judge grants it,
+    run the body (one fresh process), say it is done."""
+    asked = _number(folder / DONE) + 1
+    _write(folder / WANT, asked)
+    deadline = time.monotonic() + limit_s
+    while _number(folder / TURN) < asked and time.monotonic() < deadline:
+        time.sleep(POLL_S)
+    try:
+        yield
+    finally:
+        _write(folder / DONE, asked)
+
+
+def turns_folder() -> Path | None:
+    """This child's folder of turn files, where the judge asked it to take turns."""
+    found = os.environ.get(TURNS_VAR)
+    return Path(found) if found else None
+
+
+def take_turns(children: Sequence[Child], timeout_s: float) -> bool:
+    """The judge's side of :func:`turn`: the children (released at once, the first in this round's
+    order first) run their processes one at a time, the sides alternating first, second, second,
+    first, ... A turn is granted only while every other child waits for its own or has ended, so
+    nothing else runs beside it (a child between two processes writes its record and sets up the
+    next). A child that never asks (a base checkout's older kernelgate) runs on its own when the
+    other has ended. True where every child took each of its processes in turn."""
+    deadline = time.monotonic() + timeout_s
+    ended = [False] * len(children)
+    asked = [False] * len(children)
+
+    def quiet(i: int) -> bool:
+        child = children[i]
+        if child.proc.poll() is not None:
+            ended[i] = True
+            return True
+        want, done = _number(child.out / WANT), _number(child.out / DONE)
+        return want > done and _number(child.out / TURN) < want
+
+    k = 0
+    while not all(ended) and time.monotonic() < deadline:
+        k += 1
+        pair = list(range(len(children)))
+        for i in pair if k % 2 else reversed(pair):
+            while not all(quiet(j) for j in range(len(children))) and time.monotonic() < deadline:
+                time.sleep(POLL_S)
+            if ended[i] or _number(children[i].out / WANT) != k:
+                continue  # it ended, or it asks for no turn (an older kernelgate): it runs unheld
+            asked[i] = True
+            _write(children[i].out / TURN, k)
+            while (
+                _number(children[i].out / DONE) < k
+                and children[i].proc.poll() is None
+                and time.monotonic() < deadline
+            ):
+                time.sleep(POLL_S)
+    return all(asked)
 
 
 @dataclass
@@ -131,10 +238,10 @@ def finish(child: Child, timeout_s: float) -> str | None:
     return None
 
 
-def keep_log(child: Child, folder: Path, round_no: int) -> None:
-    """Copy ``child``'s output to ``folder/round<N>-<side>.log`` (its work folder is removed after the
-    judge): what a reader of a red or inconclusive verdict opens first."""
+def keep_log(child: Child, folder: Path, round_no: int, kind: str = "") -> None:
+    """Copy ``child``'s output to ``folder/round<N>-<side>[-<kind>].log`` (its work folder is removed
+    after the judge): what a reader of a red or inconclusive verdict opens first."""
     folder.mkdir(parents=True, exist_ok=True)
     source = child.out / "child.log"
     if source.is_file():
-        shutil.copyfile(source, folder / f"round{round_no}-{child.name}.log")
+        shutil.copyfile(source, folder / f"round{round_no}-{child.name}{'-' + kind if kind else ''}.log")
