@@ -185,20 +185,3 @@ def test_a_child_that_never_asks_runs_alone_and_the_round_is_not_interleaved(tmp
     assert [name for name, _, _ in log] == ["base", "base", "head", "head"]
     for (_, _, end), (_, began, _) in itertools.pairwise(log):
         assert began >= end
-
-
-def test_a_child_imports_ahead_what_the_judge_s_session_imported(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    listed = standby.imported()
-    assert "kernelgate.plugin.standby" in listed and "json" not in listed  # its packages only
-    assert not [n for n in listed if n.startswith("torch._inductor")]
-    # the child's side: each listed module imported before it says ready, one that fails skipped
-    monkeypatch.setattr(standby, "PREWARM", ())
-    for name in ("kernelgate.history.command", "kernelgate.report.html"):
-        monkeypatch.delitem(sys.modules, name, raising=False)
-    names = tmp_path / "prewarm.txt"
-    names.write_text("kernelgate.history.command\nkernelgate.no_such_module\nkernelgate.report.html\n")
-    monkeypatch.setenv(standby.PREWARM_VAR, str(names))
-    standby.prewarm()
-    assert "kernelgate.history.command" in sys.modules and "kernelgate.report.html" in sys.modules

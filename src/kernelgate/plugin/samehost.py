@@ -52,7 +52,6 @@ CHILD_ITERATIONS = 12
 COLDSTART_MIN_ROUNDS = 2  # one round in each order
 CHILD_TIMEOUT_S = 1800
 KERNEL = "kernel"
-PREWARM_FILE = "prewarm.txt"  # the modules the children import while they start (plugin/standby.py)
 LOGS = "judge-logs"  # each child's output, under --kernelgate-out: round1-base.log, ...
 COLDSTART = "coldstart"
 # in a cold start's record of a round whose sides took turns run by run (plugin/standby.py)
@@ -131,12 +130,8 @@ class Judge:
             f"--kernelgate-standby={out / standby.GO}",
         ]  # fmt: skip
         # said in the environment, not as an option: a base checkout's older kernelgate ignores it;
-        # the cold starts' children take turns, the others import ahead what this session imported
-        # (plugin/standby.py)
-        if cold:
-            env = {**side.env, standby.COLD_VAR: "1", standby.TURNS_VAR: str(out)}
-        else:
-            env = {**side.env, standby.PREWARM_VAR: str(self.work / PREWARM_FILE)}
+        # the cold starts' children take turns (plugin/standby.py)
+        env = {**side.env, standby.COLD_VAR: "1", standby.TURNS_VAR: str(out)} if cold else side.env
         return standby.start(side.name, command, side.cwd, env, out)
 
     def _sides(self) -> tuple[Side, Side] | str:
@@ -202,7 +197,6 @@ class Judge:
         if isinstance(sides, str):
             return {s.nodeid: samehost.unsettled(s.screen.benchmark, sides) for s in suspects}
         base, head = sides
-        (self.work / PREWARM_FILE).write_text("\n".join(standby.imported()), encoding="utf-8")
         shutil.rmtree(self.state.options.out_dir / LOGS, ignore_errors=True)  # an earlier run's
         decided: dict[str, samehost.Decision] = {}
         why: dict[str, str] = {}

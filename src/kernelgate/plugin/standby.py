@@ -26,7 +26,6 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -40,11 +39,6 @@ READY = "ready"
 POLL_S = 0.01
 WAIT_S = 7200.0  # a parent gone for two hours: the child gives up and runs nothing
 PREWARM = ("torch", "ultralytics.nn.tasks")
-# the packages whose modules the judge's session lists for its children's prewarm, and where
-PACKAGES = ("torch", "torchvision", "ultralytics", "kernelgate", "pandas", "scipy", "numpy", "rich")
-PREWARM_VAR = "KERNELGATE_STANDBY_PREWARM"
-# left to the test that needs them: Inductor's modules may start its compile workers
-NOT_AHEAD = ("torch._inductor",)
 # set by the judge for a child of cold starts alone (its environment, not an option: a base checkout's
 # older kernelgate, which has no such option, runs the child all the same)
 COLD_VAR = "KERNELGATE_STANDBY_COLD"
@@ -53,27 +47,9 @@ TURNS_VAR = "KERNELGATE_STANDBY_TURNS"
 WANT, TURN, DONE = "want", "turn", "done"  # the turn files: the child's last asked and done, the granted
 
 
-def imported(roots: Sequence[str] = PACKAGES) -> list[str]:
-    """The modules of ``roots`` this process has imported, in import order: what a child that measures
-    the same benchmarks will import too, written for its prewarm (:data:`PREWARM_VAR`)."""
-    return [
-        name
-        for name in list(sys.modules)
-        if name.partition(".")[0] in roots and not name.startswith(NOT_AHEAD)
-    ]
-
-
 def prewarm() -> None:
-    """Import the heavy, GPU-free modules the benchmarks will import anyway: torch and ultralytics,
-    and what the session that started the judge imported measuring the same benchmarks (the file in
-    :data:`PREWARM_VAR`: ``torch._dynamo`` and the profiler's modules, kernelgate's measuring and
-    judging modules): each second of imports left to the first test is a second the other side's
-    process waits."""
-    listed = os.environ.get(PREWARM_VAR)
-    more = Path(listed).read_text(encoding="utf-8").split() if listed and Path(listed).is_file() else []
-    for name in (*PREWARM, *more):
-        if name in sys.modules:
-            continue
+    """Import the heavy, GPU-free modules the benchmarks will import anyway."""
+    for name in PREWARM:
         if importlib.util.find_spec(name.partition(".")[0]) is None:
             continue
         try:
