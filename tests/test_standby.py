@@ -155,33 +155,33 @@ def _turn_children(tmp_path: Path, runs: dict[str, int], ask: dict[str, bool]) -
     return children
 
 
-def _log(tmp_path: Path) -> list[tuple[str, float, float]]:
+def _take_turns(tmp_path: Path, runs: dict[str, int], ask: dict[str, bool]) -> tuple[bool, list[str]]:
+    """Whether the children took turns, and which side ran each process, in order; no process may
+    begin before the one before it ended."""
+    children = _turn_children(tmp_path, runs, ask)
+    interleaved = standby.take_turns(children, timeout_s=60)
+    for child in children:
+        assert standby.finish(child, 60) is None
     lines = (tmp_path / "log.jsonl").read_text().splitlines()
-    return [(str(n), float(a), float(b)) for n, a, b in map(json.loads, lines)]
+    log = [(str(n), float(a), float(b)) for n, a, b in map(json.loads, lines)]
+    for (_, _, end), (_, began, _) in itertools.pairwise(log):
+        assert began >= end  # no process runs beside another
+    return interleaved, [name for name, _, _ in log]
 
 
 def test_cold_start_children_take_turns_run_by_run_in_both_orders(tmp_path: Path) -> None:
-    children = _turn_children(tmp_path, {"base": 3, "head": 3}, {"base": True, "head": True})
-    assert standby.take_turns(children, timeout_s=60) is True
-    for child in children:
-        assert standby.finish(child, 60) is None
-    log = _log(tmp_path)
     # base, head, head, base, base, head: each side first in every other pair, though the base is the
     # slower to start
-    assert [name for name, _, _ in log] == ["base", "head", "head", "base", "base", "head"]
-    # no process runs beside another
-    for (_, _, end), (_, began, _) in itertools.pairwise(log):
-        assert began >= end
+    assert _take_turns(tmp_path, {"base": 3, "head": 3}, {"base": True, "head": True}) == (
+        True,
+        ["base", "head", "head", "base", "base", "head"],
+    )
 
 
 def test_a_child_that_never_asks_runs_alone_and_the_round_is_not_interleaved(tmp_path: Path) -> None:
     # a base checkout's older kernelgate: its child runs its processes unheld; the head's wait until
     # it has ended
-    children = _turn_children(tmp_path, {"base": 2, "head": 2}, {"base": False, "head": True})
-    assert standby.take_turns(children, timeout_s=60) is False
-    for child in children:
-        assert standby.finish(child, 60) is None
-    log = _log(tmp_path)
-    assert [name for name, _, _ in log] == ["base", "base", "head", "head"]
-    for (_, _, end), (_, began, _) in itertools.pairwise(log):
-        assert began >= end
+    assert _take_turns(tmp_path, {"base": 2, "head": 2}, {"base": False, "head": True}) == (
+        False,
+        ["base", "base", "head", "head"],
+    )

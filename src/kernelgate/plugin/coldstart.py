@@ -85,9 +85,9 @@ def run(
         if reason:
             pytest.skip(reason)
     gpu = spec.device.startswith("cuda")
-    # a process of a same-host round that takes turns with the other side's (plugin/standby.py)
-    turns = standby.turns_folder() if kg.state.options.confirm_out is not None else None
+    turns = None  # where this process takes turns with the other side's (plugin/standby.py)
     if kg.state.options.confirm_out is not None:  # a process of a same-host round
+        turns = standby.turns_folder()
         runs = min(runs, JUDGE_RUNS if turns is None else max(JUDGE_RUNS, kg.state.config.confirm_min_rounds))
     elif kg.state.config.confirm and not kg.state.options.save:
         stored = _stored_entry(kg, spec)

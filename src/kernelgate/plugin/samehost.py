@@ -230,8 +230,8 @@ class Judge:
             standby.await_ready([c for _, _, children in pairs for c in children], CHILD_TIMEOUT_S)
             spent = [f"start-up {time.monotonic() - start:.1f} s"]
             for ids, cold, children in pairs:
-                began = time.monotonic()
                 if cold:  # both at once, taking turns process by process
+                    began = time.monotonic()
                     for child in children:
                         standby.release(child.go, ids)
                     interleaved = standby.take_turns(children, CHILD_TIMEOUT_S)
