@@ -32,7 +32,7 @@ from kernelgate.baseline.names import safe_name
 from kernelgate.coldstart import verdict as coldverdict
 from kernelgate.coldstart.phases import ColdStart
 from kernelgate.config import Scope, Threshold
-from kernelgate.machine import sideenv
+from kernelgate.machine import bytecode, sideenv
 from kernelgate.measure.results import Dist, Measurement
 from kernelgate.plugin import basetree, evidence, invocation, standby, startenv
 from kernelgate.verdict import ab, neighbours, samehost, settled
@@ -165,6 +165,12 @@ class Judge:
         start, changed = startenv.for_children(self.config)
         if changed:
             self.log(startenv.describe(changed, start))
+        # where every process would compile the sources it imports, the judge's keep their bytecode
+        # (machine/bytecode.py)
+        cache = self.state.options.out_dir.resolve() / "bytecode"
+        if bytecode.compiles_each_time(start):
+            self.log(bytecode.describe(cache))
+            start = bytecode.kept(start, cache)
         head_env = dict(start)
         # the deliberate slowdowns stand for a change in the head (--kernelgate-slow-layer likewise)
         base_env = {k: v for k, v in start.items() if k not in HEAD_ONLY_VARIABLES}
