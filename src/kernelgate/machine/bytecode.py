@@ -57,5 +57,5 @@ def describe(folder: Path) -> str:
         f"so each Python process would compile torch's sources again: the judge's processes keep what "
         f"they compile in {folder} ({PREFIX_VAR}), on both sides alike. To give every process that "
         f"saving: python -m compileall -q \"$(python -c 'import sysconfig; print(sysconfig.get_paths()"
-        "[\"purelib\"])')\""
+        '["purelib"])\')"'
     )
