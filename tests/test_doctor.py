@@ -219,6 +219,15 @@ def test_module_loading() -> None:
     assert eager[0].level is Level.WARN and "unset CUDA_MODULE_LOADING" in eager[0].fix
 
 
+def test_bytecode_compiled_in_every_process_is_told_not_failed() -> None:
+    assert by_check(diagnose(healthy()), "bytecode") == []
+    assert by_check(diagnose(healthy(compiles_imports=False)), "bytecode") == []
+    (found,) = by_check(diagnose(healthy(compiles_imports=True)), "bytecode")
+    assert found.level is Level.INFO and "PYTHONDONTWRITEBYTECODE" in found.message
+    assert "compileall" in found.fix
+    assert exit_code([found], strict=True) == 0  # start-up cost, not a reason to refuse measuring
+
+
 def test_cublas_workspace_config_set_by_importing_ultralytics() -> None:
     findings = diagnose(healthy(set_by_import={"CUBLAS_WORKSPACE_CONFIG": ":4096:8"}))
     (env,) = [f for f in by_check(findings, "env") if "CUBLAS" in f.message]

@@ -6,6 +6,7 @@ can the JIT cache hold what the suite compiles, how modules load, cuDNN's settin
 from __future__ import annotations
 
 from kernelgate.config import TESTS, record_command
+from kernelgate.machine import bytecode
 from kernelgate.machine.facts import Facts
 from kernelgate.machine.finding import Finding, Level
 
@@ -251,6 +252,23 @@ def check_module_loading(f: Facts) -> list[Finding]:
             "module-loading",
             f"CUDA_MODULE_LOADING={mode} is neither LAZY nor EAGER",
             "unset CUDA_MODULE_LOADING",
+        )
+    ]
+
+
+def check_bytecode(f: Facts) -> list[Finding]:
+    """Every process compiling torch's sources: seconds of each cold start, on both sides alike."""
+    if not f.compiles_imports:
+        return []
+    return [
+        Finding(
+            Level.INFO,
+            "bytecode",
+            f"{bytecode.NO_WRITE_VAR} is set and torch is installed without bytecode: every Python process "
+            "compiles the sources it imports (seconds of each cold start and of each of the judge's "
+            "processes, which keep their own bytecode)",
+            "compile the installed packages once: python -m compileall -q \"$(python -c 'import sysconfig; "
+            'print(sysconfig.get_paths()["purelib"])\')" (uv: --compile-bytecode)',
         )
     ]
 

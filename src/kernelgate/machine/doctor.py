@@ -18,7 +18,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from kernelgate.machine import compile_cache, cpuspeed
+from kernelgate.machine import bytecode, compile_cache, cpuspeed
 from kernelgate.machine.facts import Facts
 from kernelgate.machine.finding import Finding, Level
 from kernelgate.machine.fingerprint import RecordedHosts
@@ -135,6 +135,7 @@ def gather(
         cpu_governor=_governor(),
         cpu_speeds_ms=cpuspeed.probe(),
         cpus_usable=len(os.sched_getaffinity(0)),
+        compiles_imports=bytecode.compiles_each_time(os.environ),
         gpus_on_host=gpus[0],
         gpus_visible=gpus[1],
         **facts,

@@ -54,6 +54,8 @@ class Facts:
     gpus_on_host: int = 0  # the GPUs the host's driver shows (NVML, whatever CUDA_VISIBLE_DEVICES hides)
     gpus_visible: int = 0  # of them, those CUDA_VISIBLE_DEVICES leaves this process
     threads_configured: int | None = None  # threads in [tool.kernelgate] (the command reads it)
+    # whether each Python process compiles the sources it imports (machine/bytecode.py); None: not read
+    compiles_imports: bool | None = None
 
     @property
     def key(self) -> str:

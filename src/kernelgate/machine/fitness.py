@@ -22,6 +22,7 @@ from kernelgate.machine.checks_gpu import (
 )
 from kernelgate.machine.checks_host import check_cpu, check_hosts, check_threads, check_variables
 from kernelgate.machine.checks_software import (
+    check_bytecode,
     check_jit_cache,
     check_kernel_images,
     check_module_loading,
@@ -42,6 +43,7 @@ CHECKS: Sequence[Callable[[Facts], list[Finding]]] = (
     check_jit_cache,
     check_compile_caches,
     check_module_loading,
+    check_bytecode,
     check_torch_settings,
     check_variables,
     check_threads,
