@@ -129,3 +129,16 @@ def test_the_pull_request_comment_shows_the_host_side() -> None:
     text = markdown.render([build(compare(base, head, GateConfig()), base, head)])
     assert re.search(r"\| 🔴 \| host time of `model\.9` \| 1[34]\d\.\d µs \| 3[34]\d\.\d µs \|", text), text
     assert "**host-side**" in text
+
+
+def test_a_cpu_run_names_the_operators_side_not_a_gpu() -> None:
+    layers = {n: [v * 1.5 if n == "model.8" else v] * 20 for n, v in LAYERS.items()}  # +50 % in model.8
+    base = replace(measurement(layers={n: [v] * 20 for n, v in LAYERS.items()}), arch="cpu-x86_64-test")
+    head = replace(measurement(layers=layers), arch="cpu-x86_64-test")
+    comparison = compare(base, head, GateConfig())
+    assert hostside.side(comparison) is hostside.Side.GPU
+    text = failure_message(comparison, {"model.8": "C2f"}, "baselines/x.json", target="t.py::test")
+    assert "operator-side: operators take longer or more of them run" in text, text
+    assert "GPU" not in text, text
+    gpu = replace(comparison, arch="sm90-nvidia-h100")
+    assert "GPU-side: kernels take longer" in failure_message(gpu, {}, "b.json", target="t.py::test")

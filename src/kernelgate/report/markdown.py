@@ -223,7 +223,8 @@ def benchmark_section(diff: BenchmarkDiff, compact: bool = False) -> list[str]:
             lines.append(_row("🔴", "latency (wall time of a step)", d, ""))
     where = hostside.side(diff.comparison)
     if where is not None and where is not hostside.Side.GPU:
-        lines += ["", f"**{where.value}**: what got slower runs on the host (Python, launches, waits)."]
+        side = hostside.label(where, diff.comparison.arch)
+        lines += ["", f"**{side}**: what got slower runs on the host (Python, launches, waits)."]
     lines.append("")
     lines += [f"Origin {code(lay.delta.name)}: {plain(lay.delta.note.split('origin: ', 1)[-1])}.\n"
               for lay in diff.failing_layers if lay.delta.name in diff.comparison.origins]  # fmt: skip

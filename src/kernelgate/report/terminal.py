@@ -132,7 +132,7 @@ def failure_message(
     ]
     where = hostside.side(comparison)
     if where is not None:
-        lines.append(f"  {where.value}: {_side_reason(comparison, where)}")
+        lines.append(f"  {hostside.label(where, comparison.arch)}: {_side_reason(comparison, where)}")
     for delta in failures:
         if delta.scope is Scope.TOTAL:
             lines.append("  " + _line(delta, f"total {device_time(comparison.arch)}"))
@@ -187,9 +187,10 @@ def _side_reason(comparison: Comparison, where: hostside.Side) -> str:
         (total,) = comparison.of(Scope.TOTAL) or (None,)
         gpu = f" ({pct(total.delta_pct)})" if total is not None else ""
         return f"the host takes longer; the GPU time did not fail{gpu}"
+    what = "operators" if comparison.arch.startswith("cpu-") else "kernels"
     if where is hostside.Side.GPU:
-        return "kernels take longer or more of them run"
-    return "both the kernels and the host take longer"
+        return f"{what} take longer or more of them run"
+    return f"both the {what} and the host take longer"
 
 
 def environment_lines(changes: Sequence[Change]) -> list[str]:

@@ -27,6 +27,12 @@ class Side(enum.Enum):
     BOTH = "host- and GPU-side"
 
 
+def label(where: Side, arch: str) -> str:
+    """``where`` as a report says it: on a CPU run (keys ``cpu-…``) the profiled "kernels" are the
+    outermost CPU operators, so their side is the operators', not a GPU's."""
+    return where.value.replace("GPU", "operator") if arch.startswith("cpu-") else where.value
+
+
 def side(comparison: Comparison) -> Side | None:
     """Where the failures of ``comparison`` are (None: nothing fails, or only a cold start)."""
     scopes = {d.scope for d in comparison.failures}
