@@ -158,3 +158,12 @@ def test_on_inconclusive_warn_passes_the_inconclusive_test(project: pytest.Pytes
     )
     result = project.runpytest_subprocess("--kernelgate-device=cpu", "-p", "no:cacheprovider")
     result.assert_outcomes(passed=4, failed=1)
+
+
+def test_progress_counts_each_gate_test_once_held_or_not(project: pytest.Pytester) -> None:
+    result = project.runpytest_subprocess("--kernelgate-device=cpu")
+    counts = [line.split("]", 1)[0] for line in result.outlines if line.startswith("kernelgate [")]
+    # three suspects held (1-3), the plain gate test (4), then the held ones released after the judge,
+    # each with the number it ended with
+    held = ["kernelgate [1/4", "kernelgate [2/4", "kernelgate [3/4"]
+    assert counts == [*held, "kernelgate [4/4", *held], counts

@@ -19,6 +19,9 @@ class Progress:
         self.config = config
         self.start = time.monotonic()
         self.done: set[str] = set()
+        # each gate test's number, given when it ends: a suspect's when its test ends and it is held,
+        # kept for its line after the judge
+        self.numbers: dict[str, int] = {}
 
     @pytest.hookimpl(trylast=True)  # after pytest's own dot or PASSED
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
@@ -36,7 +39,12 @@ class Progress:
             return
         self.done.add(report.nodeid)
         self._write(
-            len(self.done), total, report.nodeid, report.duration, outcome(state, report), report.failed
+            self._number(report.nodeid),
+            total,
+            report.nodeid,
+            report.duration,
+            outcome(state, report),
+            report.failed,
         )
 
     def held(self, nodeid: str, seconds: float, why: str) -> None:
@@ -45,7 +53,10 @@ class Progress:
         if state is None or len(state.gate_tests) < 2 or self.config.get_verbosity() < 0:
             return
         said = f"suspect{': ' + why if why else ''}; judged on this runner after the last test"
-        self._write(len(self.done) + len(state.held), len(state.gate_tests), nodeid, seconds, said, False)
+        self._write(self._number(nodeid), len(state.gate_tests), nodeid, seconds, said, False)
+
+    def _number(self, nodeid: str) -> int:
+        return self.numbers.setdefault(nodeid, len(self.numbers) + 1)
 
     def _write(self, done: int, total: int, nodeid: str, seconds: float, verdict: str, failed: bool) -> None:
         from kernelgate.report.terminal import progress_line
