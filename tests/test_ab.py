@@ -110,3 +110,24 @@ def test_ab_alternates_which_side_starts_each_round(monkeypatch: pytest.MonkeyPa
     assert [name for name, _ in calls] == ["base", "head", "head", "base", "base", "head", "head", "base"]
     # the first round of each side writes its file, the others append, whichever side went first
     assert [name for name, first in calls if first] == ["base", "head"]
+
+
+def test_ab_rounds_keep_their_bytecode_where_every_process_would_compile(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from kernelgate.machine import bytecode
+    from kernelgate.verdict import ab
+
+    (tmp_path / "pyproject.toml").write_text("[tool.kernelgate]\nside_envs = 'off'\n", encoding="utf-8")
+    monkeypatch.setenv(bytecode.NO_WRITE_VAR, "1")
+    monkeypatch.setattr(bytecode, "compiles_each_time", lambda env, probe="torch": True)
+    config = tmp_path / "pyproject.toml"
+    sides = ab._sides(tmp_path, "HEAD", tmp_path / "base-tree", tmp_path / "work", config)
+    assert sides is not None and [s.name for s in sides] == ["base", "head"]
+    for side in sides:
+        assert side.env is not None and bytecode.NO_WRITE_VAR not in side.env
+        assert side.env[bytecode.PREFIX_VAR].startswith(str((tmp_path / "work" / "bytecode").resolve()))
+    assert "A/B rounds: PYTHONDONTWRITEBYTECODE is set" in capsys.readouterr().out
+    monkeypatch.setattr(bytecode, "compiles_each_time", lambda env, probe="torch": False)
+    sides = ab._sides(tmp_path, "HEAD", tmp_path / "base-tree", tmp_path / "work", config)
+    assert sides is not None and all(s.env is None for s in sides)  # this process's environment, as before

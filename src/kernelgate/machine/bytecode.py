@@ -1,13 +1,14 @@
-"""Python's bytecode for the same-host judge's processes, where the environment keeps none.
+"""Python's bytecode for the processes of the same-host judge and of A/B rounds, where the environment
+keeps none.
 
 With ``PYTHONDONTWRITEBYTECODE`` set (common in container images) and packages installed without
 their ``.pyc`` files (``uv pip install`` compiles none unless asked), every Python process compiles
 the sources it imports: ``import torch`` alone compiles some 2,500 files, seconds in each process.
-The judge starts many processes on each side (a pair a round, and every fresh process of a cold
-start), so there it lets Python keep the bytecode it compiles in a folder of kernelgate's own
-(``PYTHONPYCACHEPREFIX``), never beside the installed sources. Both sides import the same way; the
-first process of each compiles, the others read. The run's own process, and the screen's cold starts
-compared with the stored baseline, import as the environment says.
+The judge, ``kernelgate ab`` and ``kernelgate bisect`` start many processes on each side (a pair a
+round, and every fresh process of a cold start), so there Python keeps the bytecode it compiles in a
+folder of kernelgate's own (``PYTHONPYCACHEPREFIX``), never beside the installed sources. Both sides
+import the same way; the first process compiles, the others read. The run's own process, and the
+screen's cold starts compared with the stored baseline, import as the environment says.
 """
 
 from __future__ import annotations
@@ -50,12 +51,13 @@ def kept(env: Mapping[str, str], folder: Path) -> dict[str, str]:
     return out
 
 
-def describe(folder: Path) -> str:
-    """The judge's line when it keeps the bytecode (:func:`kept`)."""
+def describe(folder: Path, who: str = "same-host judge") -> str:
+    """The line of ``who`` (the same-host judge, the A/B rounds) when its processes keep their
+    bytecode (:func:`kept`)."""
     return (
-        f"kernelgate: same-host judge: {NO_WRITE_VAR} is set and the installed packages have no bytecode, "
-        f"so each Python process would compile torch's sources again: the judge's processes keep what "
-        f"they compile in {folder} ({PREFIX_VAR}), on both sides alike. To give every process that "
-        f"saving: python -m compileall -q \"$(python -c 'import sysconfig; print(sysconfig.get_paths()"
-        '["purelib"])\')"'
+        f"kernelgate: {who}: {NO_WRITE_VAR} is set and the installed packages have no bytecode, so each "
+        f"Python process would compile torch's sources again: these processes keep what they compile in "
+        f"{folder} ({PREFIX_VAR}), on both sides alike. To give every process that saving: "
+        "python -m compileall -q \"$(python -c 'import sysconfig; "
+        'print(sysconfig.get_paths()["purelib"])\')"'
     )

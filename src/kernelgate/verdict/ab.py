@@ -23,7 +23,7 @@ from typing import TypeVar
 
 from kernelgate.baseline import reading as baseline
 from kernelgate.config import ConfigError, load_pyproject
-from kernelgate.machine import sideenv
+from kernelgate.machine import bytecode, sideenv
 
 T = TypeVar("T")
 
@@ -103,11 +103,19 @@ def _sides(repo: Path, ref: str, base_tree: Path, work: Path, config: Path) -> l
     if isinstance(overlays, str):
         print(f"kernelgate: {overlays}; stopping the A/B run.")
         return None
-    sides = [Side("base", base_tree, work / "base"), Side("head", repo, work / "head")]
+    # where every process would compile the sources it imports, the rounds keep their bytecode in the
+    # work folder, both sides alike (machine/bytecode.py)
+    start: dict[str, str] | None = None
+    if bytecode.compiles_each_time(os.environ):
+        cache = work.resolve() / "bytecode"
+        print(bytecode.describe(cache, "A/B rounds"), flush=True)
+        start = bytecode.kept(os.environ, cache)
+    sides = [Side("base", base_tree, work / "base", start), Side("head", repo, work / "head", start)]
     for i, side in enumerate(sides):
         found = overlays.get(side.name)
         if found is not None:
-            env = dict(os.environ, PYTHONPATH=sideenv.pythonpath([], found, os.environ.get("PYTHONPATH")))
+            env = dict(start or os.environ)
+            env["PYTHONPATH"] = sideenv.pythonpath([], found, os.environ.get("PYTHONPATH"))
             print(sideenv.describe(found, env, side.tree), flush=True)
             sides[i] = Side(side.name, side.tree, side.baseline_dir, env)
     return sides
