@@ -39,9 +39,10 @@ def test_kept_points_the_processes_at_the_folder(tmp_path: Path, monkeypatch: py
     monkeypatch.setattr(bytecode, "compiles_each_time", lambda env, probe="torch": True)
     env = {bytecode.NO_WRITE_VAR: "1", "PATH": "/bin"}
     out = bytecode.kept(env, tmp_path)
+    assert out is not None
     assert bytecode.NO_WRITE_VAR not in out and out["PATH"] == "/bin"
-    assert Path(out[bytecode.PREFIX_VAR]).parent == tmp_path
+    assert Path(out[bytecode.PREFIX_VAR]) == tmp_path
     assert env[bytecode.NO_WRITE_VAR] == "1"  # the caller's mapping is left as it was
     monkeypatch.setattr(bytecode, "compiles_each_time", lambda env, probe="torch": False)
-    assert bytecode.kept(env, tmp_path) == env
+    assert bytecode.kept(env, tmp_path) is None  # the caller's environment as it is
     assert "compileall" in bytecode.describe(tmp_path)

@@ -14,7 +14,6 @@ screen's cold starts compared with the stored baseline, import as the environmen
 from __future__ import annotations
 
 import importlib.util
-import sys
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -41,13 +40,14 @@ def compiles_each_time(env: Mapping[str, str], probe: str = "torch") -> bool:
     return not Path(cached).is_file()
 
 
-def kept(env: Mapping[str, str], folder: Path) -> dict[str, str]:
-    """``env`` with Python's bytecode kept under ``folder``, where :func:`compiles_each_time` says
-    it is compiled in every process; else ``env`` as it is."""
+def kept(env: Mapping[str, str], folder: Path) -> dict[str, str] | None:
+    """``env`` with Python's bytecode kept under ``folder``, where :func:`compiles_each_time` says it
+    is compiled in every process; None where ``env`` needs no change. The ``.pyc`` names carry the
+    interpreter's tag, so processes of other Python versions share ``folder``."""
     if not compiles_each_time(env):
-        return dict(env)
+        return None
     out = {k: v for k, v in env.items() if k != NO_WRITE_VAR}
-    out[PREFIX_VAR] = str(folder / f"py{sys.version_info.major}{sys.version_info.minor}")
+    out[PREFIX_VAR] = str(folder)
     return out
 
 

@@ -168,9 +168,10 @@ class Judge:
         # where every process would compile the sources it imports, the judge's keep their bytecode
         # (machine/bytecode.py)
         cache = self.state.options.out_dir.resolve() / "bytecode"
-        if bytecode.compiles_each_time(start):
+        kept = bytecode.kept(start, cache)
+        if kept is not None:
             self.log(bytecode.describe(cache))
-            start = bytecode.kept(start, cache)
+            start = kept
         head_env = dict(start)
         # the deliberate slowdowns stand for a change in the head (--kernelgate-slow-layer likewise)
         base_env = {k: v for k, v in start.items() if k not in HEAD_ONLY_VARIABLES}

@@ -105,11 +105,10 @@ def _sides(repo: Path, ref: str, base_tree: Path, work: Path, config: Path) -> l
         return None
     # where every process would compile the sources it imports, the rounds keep their bytecode in the
     # work folder, both sides alike (machine/bytecode.py)
-    start: dict[str, str] | None = None
-    if bytecode.compiles_each_time(os.environ):
-        cache = work.resolve() / "bytecode"
+    cache = work.resolve() / "bytecode"
+    start = bytecode.kept(os.environ, cache)  # None: this process's environment
+    if start is not None:
         print(bytecode.describe(cache, "A/B rounds"), flush=True)
-        start = bytecode.kept(os.environ, cache)
     sides = [Side("base", base_tree, work / "base", start), Side("head", repo, work / "head", start)]
     for i, side in enumerate(sides):
         found = overlays.get(side.name)
