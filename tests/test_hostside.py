@@ -142,3 +142,10 @@ def test_a_cpu_run_names_the_operators_side_not_a_gpu() -> None:
     assert "GPU" not in text, text
     gpu = replace(comparison, arch="sm90-nvidia-h100")
     assert "GPU-side: kernels take longer" in failure_message(gpu, {}, "b.json", target="t.py::test")
+
+
+def test_a_cpu_runs_host_side_failure_names_its_cpu_time() -> None:
+    base = replace(record(HOST), arch="cpu-x86_64-test")
+    head = replace(record({**HOST, "model.9": 340.0}, seed=1), arch="cpu-x86_64-test")
+    text = failure_message(compare(base, head, GateConfig()), {}, "b.json", target="t.py::test")
+    assert "host-side: the host takes longer; the CPU time did not fail" in text, text

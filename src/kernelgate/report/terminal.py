@@ -186,7 +186,7 @@ def _side_reason(comparison: Comparison, where: hostside.Side) -> str:
     if where is hostside.Side.HOST:
         (total,) = comparison.of(Scope.TOTAL) or (None,)
         gpu = f" ({pct(total.delta_pct)})" if total is not None else ""
-        return f"the host takes longer; the GPU time did not fail{gpu}"
+        return f"the host takes longer; the {device_time(comparison.arch)} did not fail{gpu}"
     what = "operators" if comparison.arch.startswith("cpu-") else "kernels"
     if where is hostside.Side.GPU:
         return f"{what} take longer or more of them run"
