@@ -86,13 +86,18 @@ def run(
             pytest.skip(reason)
     gpu = spec.device.startswith("cuda")
     turns = None  # where this process takes turns with the other side's (plugin/standby.py)
+    now: tuple[Entry, str] | None = None  # the stored entry and its host, where judged at once
     if kg.state.options.confirm_out is not None:  # a process of a same-host round
         turns = standby.turns_folder()
         runs = min(runs, JUDGE_RUNS if turns is None else max(JUDGE_RUNS, kg.state.config.confirm_min_rounds))
     elif kg.state.config.confirm and not kg.state.options.save:
         stored = _stored_entry(kg, spec)
-        if stored is not None and screened_against(stored, gpu)[1]:
-            runs = min(runs, FOREIGN_RUNS)
+        foreign = screened_against(stored, gpu)[1] if stored is not None else None
+        if stored is not None and foreign is not None:
+            if hasattr(kg.node.config, "workerinput"):  # the controller judges a worker's suspects
+                runs = min(runs, FOREIGN_RUNS)
+            else:
+                now = (stored, foreign)
     # the children's OMP_NUM_THREADS is the run's as it was configured, never what `import ultralytics`
     # set in this process since (a kernel benchmark before this one); on a GPU host shared among its
     # GPUs' jobs, where the run set none, this job's share (recorded with the scenario's variables);
@@ -106,6 +111,8 @@ def run(
             runner.prepare()
         except ProbeUnavailable as exc:
             pytest.skip(str(exc))
+        if now is not None:
+            return judged_now(kg, *now)
         if prime:
             with standby.turn(turns) if turns is not None else contextlib.nullcontext():
                 first = runner.prime()
@@ -170,7 +177,7 @@ def run(
         # the same-host judge decides at the session's end
         from kernelgate.plugin.samehost import COLDSTART, Suspect
 
-        why = "another host's baseline" if foreign is not None else ""
+        why = ANOTHER_HOST if foreign is not None else ""
         if comparison.failed:
             from kernelgate.verdict.settled import names
 
@@ -186,6 +193,64 @@ def run(
         changes = envdiff.changes(base.environment, record.environment)
         text = scenario_failure(comparison, base, record, shown(path), changes, target=kg.target)
         pytest.fail(text, pytrace=False)
+    return record
+
+
+def judged_now(kg: KernelGate, stored: Entry, foreign: str) -> ColdStart:
+    """A cold start whose stored runs are another host's, judged at its test's own time: its runs
+    there would show only this runner's offset, so none are taken in this process; the same-host
+    judge measures base and head in turns now (the processes it would start after the last test),
+    and the head's runs are the test's record. Its reports wait for the run's end like any suspect's
+    (:mod:`kernelgate.plugin.outcome`)."""
+    import pytest
+
+    from kernelgate.baseline.names import shown
+    from kernelgate.baseline.reading import Entry
+    from kernelgate.plugin.judgement import judge_of
+    from kernelgate.plugin.samehost import COLDSTART, LOGS, Suspect, decide_coldstart
+    from kernelgate.verdict.settled import names
+
+    base = record_of(stored)
+    if base is None:
+        pytest.fail(
+            f"kernelgate: the baseline entry {kg.benchmark.fullname!r} has no cold-start record; "
+            f"re-record it: {record_command(kg.target)}",
+            pytrace=False,
+        )
+    cfg, nodeid = kg.state.config, kg.node.nodeid
+    judge = judge_of(kg.node.config, kg.state)
+    # until the head's runs exist, the suspect names the stored runs alone (only its name is read)
+    waiting = Suspect(nodeid, COLDSTART, compare_scenario(base, base, cfg), base.to_json(), ANOTHER_HOST)
+    capture = kg.node.config.pluginmanager.getplugin("capturemanager")
+    # the judge's lines go to the terminal as it measures, not into the test's captured output
+    with capture.global_and_fixture_disabled() if capture is not None else contextlib.nullcontext():
+        judge.log("")
+        judge.log(f"kernelgate: {base.id}: {foreign_note(foreign, now=True)}")
+        decision = judge.run([waiting], {COLDSTART: decide_coldstart(kg.state)})[nodeid]
+    heads = [ColdStart.from_json(raw) for raw in judge.records(nodeid)[1]]
+    if not heads or not any(h.runs for h in heads):
+        kg.state.add_early(waiting, decision)
+        logs = shown(kg.state.options.out_dir / LOGS)
+        pytest.fail(
+            f"kernelgate: cold start {base.id}: the same-host judge has no run of the head on this runner "
+            f"({decision.reason}); each process's output: {logs}/",
+            pytrace=False,
+        )
+    record = replace(heads[0], runs=tuple(run for h in heads for run in h.runs))
+    comparison = compare_scenario(base, record, cfg)
+    comparison = replace(comparison, notes=(*comparison.notes, foreign_note(foreign, now=True)))
+    why = "; ".join(filter(None, [names(comparison.failures, roles=False), ANOTHER_HOST]))
+    flagged = tuple((d.scope, d.name) for d in comparison.failures)
+    suspect = Suspect(nodeid, COLDSTART, comparison, base.to_json(), why, flagged=flagged)
+    kg.state.add_early(suspect, decision)
+    judge.amend(suspect)
+    kg.state.note(f"kernelgate: cold starts: {foreign_note(foreign, now=True)}")
+    kg.benchmark.extra_info[EXTRA_KEY] = record.to_json()
+    stats = timing.timed_elsewhere(kg.benchmark, [r.process_ms / 1000.0 for r in record.ok_runs])
+    gpu = record.spec.device.startswith("cuda")
+    result = carrier(record, fingerprint.this_round(record.environment, gpu))
+    fields = bench_fields(stats, kg.benchmark.fullname, record)
+    kg.state.add_measured(Entry(kg.benchmark.fullname, result, fields))
     return record
 
 
@@ -238,11 +303,22 @@ def recorded_elsewhere(entry: Entry, gpu: bool, host: HostFingerprint | None = N
     return f"{first.short()}, whose runs the record holds{more}"
 
 
-def foreign_note(hosts: str) -> str:
-    """Why a cold start went to the same-host judge with one run of the screen."""
-    return (
+ANOTHER_HOST = "another host's baseline"
+
+
+def foreign_note(hosts: str, now: bool = False) -> str:
+    """Why a cold start went to the same-host judge: with one run of the screen (a pytest-xdist
+    worker's), or at once (``now``: :func:`judged_now`)."""
+    head = (
         f"this runner is not the host that recorded this cold start's baseline ({hosts}): a cold start "
-        "depends on the host (its disk, CPU and page cache) more than on the code, so the stored numbers "
-        f"show this runner's offset only ({FOREIGN_RUNS} run), and base and head measured on this runner "
-        "decide"
+        "depends on the host (its disk, CPU and page cache) more than on the code, so "
+    )
+    if now:
+        return head + (
+            "base and head are measured on this runner at the test's own time, in turns, and decide; the "
+            "stored numbers show this runner's offset only"
+        )
+    return head + (
+        f"the stored numbers show this runner's offset only ({FOREIGN_RUNS} run), and base and head "
+        "measured on this runner decide"
     )

@@ -88,6 +88,9 @@ def finish(session: pytest.Session) -> None:
         return
     if not state.tests_done:  # the tests were cut short (Ctrl-C): no judge, the lists in order
         _settle_workers(session.config, state)
+        if state.judge is not None:  # made for a cold start at its test's time: its base checkout goes
+            state.judge.close()
+            state.set_judge(None)
     if state.measured:
         from kernelgate.offline import with_judgements
 

@@ -25,9 +25,27 @@ if TYPE_CHECKING:
     from kernelgate.plugin.session import State
 
 
+def judge_of(config: pytest.Config, state: State) -> Judge:
+    """The session's same-host judge, made on first need; its lines go to the terminal."""
+    if state.judge is None:
+        reporter = config.pluginmanager.get_plugin("terminalreporter")
+
+        def log(line: str) -> None:
+            if reporter is not None:
+                reporter.write_line(line)
+
+        state.set_judge(Judge(config, state, log))
+        weak = samehost.few_processes(state.config.confirm_max_rounds)
+        if weak:
+            state.note(weak)
+    assert state.judge is not None
+    return state.judge
+
+
 def judge_session(config: pytest.Config, state: State) -> None:
     """Decide every suspect of the session on this runner; its comparison joins the session's with
-    the judge's verdicts, and a regression or (by default) a doubt fails the run with its message."""
+    the judge's verdicts, and a regression or (by default) a doubt fails the run with its message.
+    Suspects decided at their test's own time (:data:`State.early`) keep that decision."""
     if not state.suspects:
         return
     from kernelgate.baseline.names import shown
@@ -36,26 +54,21 @@ def judge_session(config: pytest.Config, state: State) -> None:
     from kernelgate.offline import Judged, digest
     from kernelgate.report.terminal import failure_message
 
-    reporter = config.pluginmanager.get_plugin("terminalreporter")
-
-    def log(line: str) -> None:
-        if reporter is not None:
-            reporter.write_line(line)
-
-    log(f"kernelgate: {len(state.suspects)} suspect(s) against the stored baseline; measuring base and "
-        "head on this runner")  # fmt: skip
-    for s in state.suspects:
-        log(f"kernelgate:   {s.screen.benchmark}: {s.why or 'over its screen threshold'}")
-    weak = samehost.few_processes(state.config.confirm_max_rounds)
-    if weak:
-        state.note(weak)
-    judge = Judge(config, state, log)
+    judge = judge_of(config, state)
+    log = judge.log
+    pending = [s for s in state.suspects if s.nodeid not in state.early]
     try:
-        decisions = judge.run(
-            state.suspects, {KERNEL: decide_kernel(state), COLDSTART: decide_coldstart(state)}
-        )
+        decisions = dict(state.early)
+        if pending:
+            log(f"kernelgate: {len(pending)} suspect(s) against the stored baseline; measuring base and "
+                "head on this runner")  # fmt: skip
+            for s in pending:
+                log(f"kernelgate:   {s.screen.benchmark}: {s.why or 'over its screen threshold'}")
+            deciders = {KERNEL: decide_kernel(state), COLDSTART: decide_coldstart(state)}
+            decisions |= judge.run(pending, deciders)
     finally:
         judge.close()
+        state.set_judge(None)
     out = state.options.out_dir
     if (out / evidence.FILE).is_file():
         log(

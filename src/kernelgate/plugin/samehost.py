@@ -103,7 +103,10 @@ class Side:
 
 
 class Judge:
-    """The judge of one session: the base checkout, the rounds, the decisions."""
+    """The judge of one session: the base checkout, the rounds, the decisions. One session may call
+    :meth:`run` more than once (a cold start judged at its test's own time, then the suspects left
+    at the session's end): the base checkout is made once, and the evidence and the logs keep every
+    call's."""
 
     def __init__(self, config: pytest.Config, state: State, log: Callable[[str], None]) -> None:
         self.config, self.state, self.log = config, state, log
@@ -112,6 +115,10 @@ class Judge:
         self.args = invocation.child_args(config.invocation_params.args, config.option.file_or_dir or [])
         self.orders: list[list[str]] = []  # each round's kernel benchmarks, as its processes measured them
         self.changed: dict[str, bool] = {}  # whose forward changed (verdict/neighbours.py)
+        self.sides: tuple[Side, Side] | str | None = None  # made by the first call of run()
+        self.calls = 0  # calls of run() so far: each call's processes have folders and logs of their own
+        # every suspect judged so far, with its records: the evidence files hold them all
+        self.kept: dict[str, evidence.Kept] = {}
 
     def _spawn(self, side: Side, nodeids: Sequence[str], out: Path, cold: bool) -> standby.Child:
         """Start ``side``'s pytest process for ``nodeids`` (``cold``: cold starts alone), waiting for
@@ -190,6 +197,22 @@ class Judge:
                 self.log(sideenv.describe(found, side.env, side.cwd))
         return sides
 
+    def records(self, nodeid: str) -> tuple[list[Mapping[str, Any]], list[Mapping[str, Any]]]:
+        """The records of ``nodeid`` measured so far, base and head, a process each (a round of turns:
+        its runs)."""
+        if self.sides is None or isinstance(self.sides, str):
+            return [], []
+        base, head = self.sides
+        return list(base.records.get(nodeid, [])), list(head.records.get(nodeid, []))
+
+    def amend(self, suspect: Suspect) -> None:
+        """Keep ``suspect`` (judged already, its screen's comparison made since) in the evidence files
+        in place of what it was judged as."""
+        kept = self.kept.get(suspect.nodeid)
+        if kept is not None:
+            self.kept[suspect.nodeid] = (suspect.to_json(), *kept[1:])
+            evidence.keep(self.state.options.out_dir, list(self.kept.values()))
+
     def close(self) -> None:
         tree = self.work / "base"
         if tree.exists() and getattr(self, "head_root", None) is not None:
@@ -200,11 +223,15 @@ class Judge:
         self, suspects: Sequence[Suspect], deciders: Mapping[str, Decider]
     ) -> dict[str, samehost.Decision]:
         """Rounds until every suspect is decided (or ``confirm_max_rounds``); decisions by node id."""
-        sides = self._sides()
+        if self.sides is None:
+            self.sides = self._sides()
+            shutil.rmtree(self.state.options.out_dir / LOGS, ignore_errors=True)  # an earlier run's
+        sides = self.sides
         if isinstance(sides, str):
             return {s.nodeid: samehost.unsettled(s.screen.benchmark, sides) for s in suspects}
         base, head = sides
-        shutil.rmtree(self.state.options.out_dir / LOGS, ignore_errors=True)  # an earlier run's
+        call = self.calls
+        self.calls += 1
         decided: dict[str, samehost.Decision] = {}
         why: dict[str, str] = {}
         pending = list(suspects)
@@ -224,13 +251,14 @@ class Judge:
             pending = neighbours.unchanged_first(pending, lambda s: s.screen.benchmark, self.changed)
             kernels = [s.nodeid for s in pending if s.kind != COLDSTART]
             colds = [s.nodeid for s in pending if s.kind == COLDSTART]
-            self.orders.append([s.screen.benchmark for s in pending if s.kind == KERNEL])
+            if kernels:
+                self.orders.append([s.screen.benchmark for s in pending if s.kind == KERNEL])
             # every process of the round starts now, together, and waits (plugin/standby.py): the
             # kernel benchmarks' pair, then the cold starts' pair
             pairs = []
             for ids, cold in ((kernels, False), (colds, True)):
                 if ids:
-                    folder = f"-{r}-cold" if cold else f"-{r}"
+                    folder = f"-{call}-{r}" + ("-cold" if cold else "")
                     children = [self._spawn(side, ids, self.work / (side.name + folder), cold)
                                 for side in ab.order(sides, r)]  # fmt: skip
                     pairs.append((ids, cold, children))
@@ -254,7 +282,8 @@ class Judge:
                         spent.append(f"{child.name} {time.monotonic() - began:.1f} s")
                 for child in children:
                     side = base if child.name == "base" else head
-                    standby.keep_log(child, self.state.options.out_dir / LOGS, r + 1, "cold" if cold else "")
+                    kind = ("cold" + (str(call) if call else "")) if cold else ""
+                    standby.keep_log(child, self.state.options.out_dir / LOGS, r + 1, kind)
                     for s in pending:
                         if s.nodeid not in ids:
                             continue
@@ -282,11 +311,10 @@ class Judge:
                     why[s.nodeid] = found  # what keeps it open
             pending = [s for s in pending if s.nodeid not in decided]
             # after each round: a run cut short keeps what it measured
-            records = [(base.records.get(s.nodeid, []), head.records.get(s.nodeid, [])) for s in suspects]
-            evidence.keep(
-                self.state.options.out_dir,
-                [(s.to_json(), s.kind == KERNEL, *r) for s, r in zip(suspects, records, strict=True)],
-            )
+            for s in suspects:
+                self.kept[s.nodeid] = (s.to_json(), s.kind == KERNEL, base.records.get(s.nodeid, []),
+                                       head.records.get(s.nodeid, []))  # fmt: skip
+            evidence.keep(self.state.options.out_dir, list(self.kept.values()))
             still = ", ".join(s.screen.benchmark + (f" ({why[s.nodeid]})" if why.get(s.nodeid) else "")
                               for s in pending)  # fmt: skip
             self.log(f"kernelgate: same-host round {r + 1}: {time.monotonic() - start:.1f} s "

@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from kernelgate.models.yolo import YoloSpec
     from kernelgate.offline import Judged
     from kernelgate.plugin.outcome import Held, TestVerdict
-    from kernelgate.plugin.samehost import Suspect
+    from kernelgate.plugin.samehost import Judge, Suspect
     from kernelgate.report.publish import Published
     from kernelgate.verdict.compare import Comparison
     from kernelgate.verdict.policy import ExitDecision
@@ -77,6 +77,10 @@ class State:
     # decisions (kernelgate.plugin.samehost)
     suspects: list[Suspect] = field(default_factory=list)
     decisions: list[Decision] = field(default_factory=list)
+    # the same-host judge, once a suspect needed it (a cold start judged at its test's own time
+    # makes it before the session's end), and the decisions made at a test's own time, by node id
+    judge: Judge | None = None
+    early: dict[str, Decision] = field(default_factory=dict)
     # set by the first benchmark whose CUDA error left the process's CUDA context unusable
     cuda_broken: str | None = None
     # (node id, why) of gate benchmarks that raised before they had an outcome
@@ -105,6 +109,14 @@ class State:
 
     def add_suspect(self, suspect: Suspect) -> None:
         self.suspects.append(suspect)
+
+    def set_judge(self, judge: Judge | None) -> None:
+        self.judge = judge
+
+    def add_early(self, suspect: Suspect, decision: Decision) -> None:
+        """A suspect the judge decided at its test's own time (its reports are held all the same)."""
+        self.suspects.append(suspect)
+        self.early[suspect.nodeid] = decision
 
     def add_missing(self, benchmark: str) -> None:
         self.missing.append(benchmark)

@@ -23,6 +23,9 @@ from collections.abc import Mapping
 import pytest
 
 START_KEY = pytest.StashKey[dict[str, str]]()
+# pytest's own, set for the test that runs (a cold start judged at its test's own time runs the judge
+# inside one): each process sets it for its own tests
+PYTEST_OWN = frozenset({"PYTEST_CURRENT_TEST"})
 
 
 def remember(config: pytest.Config) -> None:
@@ -46,7 +49,7 @@ def for_children(config: pytest.Config) -> tuple[dict[str, str], list[str]]:
         return dict(os.environ), []
     now = os.environ
     changed = sorted(
-        (k for k in set(start) | set(now) if start.get(k) != now.get(k)),
+        (k for k in set(start) | set(now) if start.get(k) != now.get(k) and k not in PYTEST_OWN),
         key=lambda k: ("THREADS" not in k, k),
     )
     return dict(start), changed
