@@ -5,6 +5,7 @@ rounds each GPU had appended 20-40 minutes before, in every A/A run, while base 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from types import SimpleNamespace
@@ -129,7 +130,8 @@ class _Judge:
 
     decisions: ClassVar[dict[str, samehost.Decision]] = {}
 
-    def __init__(self, *_: object) -> None:
+    def __init__(self, config: object, state: object, log: Callable[[str], None]) -> None:
+        self.log = log
         self.args: list[str] = []
         self.orders: list[list[str]] = []
         self.changed: dict[str, bool] = {}
