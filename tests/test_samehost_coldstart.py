@@ -157,3 +157,23 @@ def test_two_slow_runs_of_six_in_rounds_of_turns_are_no_regression() -> None:
     base = turns(side([[3000.0, 3030.0, 3010.0], [2990.0, 3020.0, 3005.0]], 0))
     found = decide(base, head)
     assert isinstance(found, str) or found.outcome is not Outcome.REGRESSION
+
+
+@pytest.mark.parametrize(("policy", "fails"), [("fail", True), ("warn", False)])
+def test_a_cold_start_the_judge_left_in_doubt_fails_its_test_where_on_inconclusive_says(
+    policy: str, fails: bool
+) -> None:
+    """The test's outcome is the verdict: a cold start left inconclusive fails its test (the merged
+    comparison) under on_inconclusive = "fail", as the run's exit status does; before, its comparison
+    failed on REGRESSED alone, and pytest counted a pass in a run that exited 1."""
+    from kernelgate.config import Policy
+    from kernelgate.verdict import reported, samehost
+
+    config = replace(CONFIG, on_inconclusive=Policy(policy))
+    head = side([[4250.0, 4280.0], [4230.0, 4300.0], [3100.0, 3120.0]], seed=10)
+    first = ColdStart.from_json(side(BASE, 0)[0])
+    screen = coldverdict.compare_scenario(first, ColdStart.from_json(head[0]), config)
+    doubt = samehost.unsettled(screen.benchmark, "not settled after 6 round(s) per side")
+    merged = reported.merged(screen, doubt)
+    assert merged.failed is fails
+    assert any(d.verdict is Verdict.INCONCLUSIVE for d in merged.deltas)
