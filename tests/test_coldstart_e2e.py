@@ -247,3 +247,35 @@ def test_a_cold_start_judged_at_its_test_and_a_kernel_suspect_share_one_base_che
     xml = (pytester.path / "out.xml").read_text()
     assert xml.count("<failure ") == 1 and "yolov8n-fp32-bs1-64: REGRESSION (same-host A/B, " in xml
     assert "coldstart-yolov8n-fp32-bs1-32-empty: PASS (same-host A/B, " in xml  # its verdict rides along
+
+
+@pytest.mark.slow
+def test_without_a_base_a_cold_start_of_another_host_takes_its_run_and_is_inconclusive(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Where no base can be checked out (no git repository), the cold start is not judged at its
+    test's time: the screen takes its one run (the test's record) and the verdict after the last
+    test is inconclusive, with the reason and the fix."""
+    monkeypatch.delenv("KERNELGATE_SLOW_PHASE", raising=False)
+    pytester.makepyprojecttoml(JUDGED)
+    pytester.makepyfile(test_suite=SUITE.replace("runs=1", "runs=2"))
+    run(pytester, "--kernelgate-save").assert_outcomes(passed=1)
+    (path,) = Path(pytester.path, "baselines").glob("cpu-*/0001_kernelgate.json")
+    data = json.loads(path.read_text())
+    for bench in data["benchmarks"]:
+        for host in bench["extra_info"]["kernelgate"]["hosts"]:
+            other = replace(HostFingerprint.from_json(host), cpu="Another CPU")
+            host.update(cpu=other.cpu, id=other.id)
+    path.write_text(json.dumps(data))
+
+    result = pytester.runpytest_subprocess(
+        "-p", "no:cacheprovider", "--kernelgate-device=cpu", "--benchmark-json=screen.json", "-rA"
+    )  # fmt: skip
+    out = result.stdout.str()
+    result.assert_outcomes(failed=1)
+    assert "at the test's own time" not in out and "(1 run)" in out, out[-3000:]
+    result.stdout.fnmatch_lines(
+        ["*coldstart-yolov8n-fp32-bs1-32-empty: inconclusive: no git repository at *"]
+    )
+    (bench,) = json.loads((pytester.path / "screen.json").read_text())["benchmarks"]
+    assert bench["stats"]["rounds"] == 1  # the screen's one run: the offset, not the verdict

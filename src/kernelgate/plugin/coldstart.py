@@ -94,10 +94,12 @@ def run(
         stored = _stored_entry(kg, spec)
         foreign = screened_against(stored, gpu)[1] if stored is not None else None
         if stored is not None and foreign is not None:
-            if hasattr(kg.node.config, "workerinput"):  # the controller judges a worker's suspects
-                runs = min(runs, FOREIGN_RUNS)
-            else:
+            # judged at once where this process judges (not a pytest-xdist worker: the controller
+            # does) and a base can be checked out; else one run, and the judge's reason at the end
+            if not hasattr(kg.node.config, "workerinput") and _judge_ready(kg):
                 now = (stored, foreign)
+            else:
+                runs = min(runs, FOREIGN_RUNS)
     # the children's OMP_NUM_THREADS is the run's as it was configured, never what `import ultralytics`
     # set in this process since (a kernel benchmark before this one); on a GPU host shared among its
     # GPUs' jobs, where the run set none, this job's share (recorded with the scenario's variables);
@@ -196,6 +198,20 @@ def run(
     return record
 
 
+def _judge_ready(kg: KernelGate) -> bool:
+    """Whether the session's same-host judge has a base to measure (it checks it out if not yet)."""
+    from kernelgate.plugin.judgement import judge_of
+
+    with _on_terminal(kg):
+        return not isinstance(judge_of(kg.node.config, kg.state).prepare(), str)
+
+
+def _on_terminal(kg: KernelGate) -> contextlib.AbstractContextManager[None]:
+    """The judge's lines go to the terminal as it works, not into the running test's captured output."""
+    capture = kg.node.config.pluginmanager.getplugin("capturemanager")
+    return capture.global_and_fixture_disabled() if capture is not None else contextlib.nullcontext()
+
+
 def judged_now(kg: KernelGate, stored: Entry, foreign: str) -> ColdStart:
     """A cold start whose stored runs are another host's, judged at its test's own time: its runs
     there would show only this runner's offset, so none are taken in this process; the same-host
@@ -221,9 +237,7 @@ def judged_now(kg: KernelGate, stored: Entry, foreign: str) -> ColdStart:
     judge = judge_of(kg.node.config, kg.state)
     # until the head's runs exist, the suspect names the stored runs alone (only its name is read)
     waiting = Suspect(nodeid, COLDSTART, compare_scenario(base, base, cfg), base.to_json(), ANOTHER_HOST)
-    capture = kg.node.config.pluginmanager.getplugin("capturemanager")
-    # the judge's lines go to the terminal as it measures, not into the test's captured output
-    with capture.global_and_fixture_disabled() if capture is not None else contextlib.nullcontext():
+    with _on_terminal(kg):
         judge.log("")
         judge.log(f"kernelgate: {base.id}: {foreign_note(foreign, now=True)}")
         decision = judge.run([waiting], {COLDSTART: decide_coldstart(kg.state)})[nodeid]

@@ -197,6 +197,13 @@ class Judge:
                 self.log(sideenv.describe(found, side.env, side.cwd))
         return sides
 
+    def prepare(self) -> tuple[Side, Side] | str:
+        """Both sides, the base checked out on first need; why there is no base, where there is none."""
+        if self.sides is None:
+            self.sides = self._sides()
+            shutil.rmtree(self.state.options.out_dir / LOGS, ignore_errors=True)  # an earlier run's
+        return self.sides
+
     def records(self, nodeid: str) -> tuple[list[Mapping[str, Any]], list[Mapping[str, Any]]]:
         """The records of ``nodeid`` measured so far, base and head, a process each (a round of turns:
         its runs)."""
@@ -223,10 +230,7 @@ class Judge:
         self, suspects: Sequence[Suspect], deciders: Mapping[str, Decider]
     ) -> dict[str, samehost.Decision]:
         """Rounds until every suspect is decided (or ``confirm_max_rounds``); decisions by node id."""
-        if self.sides is None:
-            self.sides = self._sides()
-            shutil.rmtree(self.state.options.out_dir / LOGS, ignore_errors=True)  # an earlier run's
-        sides = self.sides
+        sides = self.prepare()
         if isinstance(sides, str):
             return {s.nodeid: samehost.unsettled(s.screen.benchmark, sides) for s in suspects}
         base, head = sides
