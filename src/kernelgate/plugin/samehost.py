@@ -201,7 +201,8 @@ class Judge:
         """Both sides, the base checked out on first need; why there is no base, where there is none."""
         if self.sides is None:
             self.sides = self._sides()
-            shutil.rmtree(self.state.options.out_dir / LOGS, ignore_errors=True)  # an earlier run's
+            if not isinstance(self.sides, str):
+                shutil.rmtree(self.state.options.out_dir / LOGS, ignore_errors=True)  # an earlier run's
         return self.sides
 
     def records(self, nodeid: str) -> tuple[list[Mapping[str, Any]], list[Mapping[str, Any]]]:
