@@ -14,6 +14,8 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from test_samehost_e2e import SLOW_UPSAMPLE
+from test_samehost_e2e import SUITE as KERNEL_SUITE
 
 from kernelgate.machine.fingerprint import HostFingerprint
 
@@ -140,8 +142,10 @@ def test_a_cold_start_recorded_on_another_host_is_judged_on_this_runner(
     verdict = out.index("coldstart-yolov8n-fp32-bs1-32-empty: pass: base and head agree on this runner")
     assert verdict > found.start()
     (bench,) = json.loads((pytester.path / "screen.json").read_text())["benchmarks"]
-    # pytest-benchmark's record is the head's two runs (each a fresh process), not a run of the screen
+    # pytest-benchmark's record is the head's two runs (each a fresh process), not a run of the screen,
+    # and its fixture counts as used
     assert bench["stats"]["rounds"] == 2
+    assert "fixture was not used" not in out
     head = bench["extra_info"]["kernelgate_coldstart"]
     assert len(head["runs"]) == 2
 
@@ -161,30 +165,8 @@ def test_a_cold_start_recorded_on_another_host_is_judged_on_this_runner(
     assert bench["stats"]["rounds"] == 2  # the screen's usual runs: it decides
 
 
-MIXED = (
-    SUITE.replace("runs=1", "runs=2")
-    + """
-
-def test_yolo(kernelgate):
-    kernelgate.yolo(model="yolov8n", precision="fp32", batch=1, imgsz=64)
-"""
-)
-
-# Upsample 30 times slower (its forward repeated): the change under review, in the head only
-SLOW_UPSAMPLE = """
-import torch
-
-_forward = torch.nn.Upsample.forward
-
-
-def _slow(self, x):
-    for _ in range(30):
-        _forward(self, x)
-    return _forward(self, x)
-
-
-torch.nn.Upsample.forward = _slow
-"""
+# a cold start and a tiny YOLO's kernel benchmark in one suite; the head slows Upsample 30 times
+MIXED = SUITE.replace("runs=1", "runs=2") + KERNEL_SUITE
 
 
 @pytest.mark.slow

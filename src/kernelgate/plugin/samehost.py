@@ -115,8 +115,9 @@ class Judge:
         self.args = invocation.child_args(config.invocation_params.args, config.option.file_or_dir or [])
         self.orders: list[list[str]] = []  # each round's kernel benchmarks, as its processes measured them
         self.changed: dict[str, bool] = {}  # whose forward changed (verdict/neighbours.py)
-        self.sides: tuple[Side, Side] | str | None = None  # made by the first call of run()
-        self.calls = 0  # calls of run() so far: each call's processes have folders and logs of their own
+        self.sides: tuple[Side, Side] | str | None = None  # made by prepare(), on first need
+        # calls of run(): a call's processes have folders of their own, its cold starts' logs its number
+        self.calls = 0  # (round1-base-cold.log, then round1-base-cold1.log, ...)
         # every suspect judged so far, with its records: the evidence files hold them all
         self.kept: dict[str, evidence.Kept] = {}
 
