@@ -95,11 +95,9 @@ def run(
         foreign = screened_against(stored, gpu)[1] if stored is not None else None
         if stored is not None and foreign is not None:
             # judged at once where this process judges (not a pytest-xdist worker: the controller
-            # does) and a base can be checked out; else one run, and the judge's reason at the end
-            if not hasattr(kg.node.config, "workerinput") and _judge_ready(kg):
-                now = (stored, foreign)
-            else:
-                runs = min(runs, FOREIGN_RUNS)
+            # does) and a base can be checked out (judged_now); else one run, the judge at the end
+            runs = min(runs, FOREIGN_RUNS)
+            now = None if hasattr(kg.node.config, "workerinput") else (stored, foreign)
     # the children's OMP_NUM_THREADS is the run's as it was configured, never what `import ultralytics`
     # set in this process since (a kernel benchmark before this one); on a GPU host shared among its
     # GPUs' jobs, where the run set none, this job's share (recorded with the scenario's variables);
@@ -113,8 +111,9 @@ def run(
             runner.prepare()
         except ProbeUnavailable as exc:
             pytest.skip(str(exc))
-        if now is not None:
-            return judged_now(kg, *now)
+        judged = judged_now(kg, *now) if now is not None else None
+        if judged is not None:
+            return judged
         if prime:
             with standby.turn(turns) if turns is not None else contextlib.nullcontext():
                 first = runner.prime()
@@ -198,26 +197,19 @@ def run(
     return record
 
 
-def _judge_ready(kg: KernelGate) -> bool:
-    """Whether the session's same-host judge has a base to measure (it checks it out if not yet)."""
-    from kernelgate.plugin.judgement import judge_of
-
-    with _on_terminal(kg):
-        return not isinstance(judge_of(kg.node.config, kg.state).prepare(), str)
-
-
 def _on_terminal(kg: KernelGate) -> contextlib.AbstractContextManager[None]:
     """The judge's lines go to the terminal as it works, not into the running test's captured output."""
     capture = kg.node.config.pluginmanager.getplugin("capturemanager")
     return capture.global_and_fixture_disabled() if capture is not None else contextlib.nullcontext()
 
 
-def judged_now(kg: KernelGate, stored: Entry, foreign: str) -> ColdStart:
+def judged_now(kg: KernelGate, stored: Entry, foreign: str) -> ColdStart | None:
     """A cold start whose stored runs are another host's, judged at its test's own time: its runs
     there would show only this runner's offset, so none are taken in this process; the same-host
     judge measures base and head in turns now (the processes it would start after the last test),
     and the head's runs are the test's record. Its reports wait for the run's end like any suspect's
-    (:mod:`kernelgate.plugin.outcome`)."""
+    (:mod:`kernelgate.plugin.outcome`). None where no base can be checked out (no git repository, no
+    base ref): then the screen takes its one run, and the judge's reason comes after the last test."""
     import pytest
 
     from kernelgate.baseline.names import shown
@@ -240,6 +232,10 @@ def judged_now(kg: KernelGate, stored: Entry, foreign: str) -> ColdStart:
     with _on_terminal(kg):
         judge.log("")
         judge.log(f"kernelgate: {base.id}: {foreign_note(foreign, now=True)}")
+        unready = judge.prepare()
+        if isinstance(unready, str):
+            judge.log(f"kernelgate: {base.id}: no base to measure against now ({unready}): one run here")
+            return None
         decision = judge.run([waiting], {COLDSTART: decide_coldstart(kg.state)})[nodeid]
     heads = [ColdStart.from_json(raw) for raw in judge.records(nodeid)[1]]
     if not heads or not any(h.runs for h in heads):
