@@ -157,6 +157,9 @@ def after_tests(session: pytest.Session) -> None:
                     state.add_verdict(outcome.TestVerdict(s.nodeid, True, why, why))
             outcome.release(config, state)
             raise
+    if state.judge is not None:  # made for a cold start whose test failed before it was a suspect
+        state.judge.close()
+        state.set_judge(None)
     outcome.release(config, state)
 
 
