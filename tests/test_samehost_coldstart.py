@@ -17,7 +17,8 @@ import pytest
 from kernelgate.coldstart import verdict as coldverdict
 from kernelgate.coldstart.phases import ChildSpec, ColdStart, Run
 from kernelgate.config import GateConfig
-from kernelgate.plugin.samehost import COLDSTART, TURNS_KEY, Suspect, decide_coldstart
+from kernelgate.plugin.deciders import decide_coldstart
+from kernelgate.plugin.samehost import COLDSTART, TURNS_KEY, Suspect
 from kernelgate.verdict import bimodal
 from kernelgate.verdict.compare import Verdict, noise_aware_rule
 from kernelgate.verdict.samehost import Outcome

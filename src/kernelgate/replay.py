@@ -54,7 +54,7 @@ class Replayed:
 
 def reliable(records: Sequence[Mapping[str, Any]]) -> list[Measurement]:
     """The processes of one side that the judge decides from: each record whose profile can be trusted
-    (the live judge, :func:`kernelgate.plugin.samehost.decide_kernel`, and this replay alike)."""
+    (the live judge, :func:`kernelgate.plugin.deciders.decide_kernel`, and this replay alike)."""
     return [m for m in (Measurement.from_json(x) for x in records) if m.reliable]
 
 

@@ -214,8 +214,9 @@ def judged_now(kg: KernelGate, stored: Entry, foreign: str) -> ColdStart | None:
 
     from kernelgate.baseline.names import shown
     from kernelgate.baseline.reading import Entry
+    from kernelgate.plugin.deciders import decide_coldstart
     from kernelgate.plugin.judgement import judge_of
-    from kernelgate.plugin.samehost import COLDSTART, LOGS, Suspect, decide_coldstart
+    from kernelgate.plugin.samehost import COLDSTART, LOGS, Suspect
     from kernelgate.verdict.settled import names
 
     base = record_of(stored)

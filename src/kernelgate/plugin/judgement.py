@@ -16,7 +16,8 @@ from kernelgate.config import node_target, record_rounds_command
 from kernelgate.machine.fingerprint import OWN_ROUNDS
 from kernelgate.measure.results import Measurement
 from kernelgate.plugin import evidence, outcome
-from kernelgate.plugin.samehost import COLDSTART, KERNEL, LOGS, Judge, decide_coldstart, decide_kernel
+from kernelgate.plugin.deciders import decide_coldstart, decide_kernel
+from kernelgate.plugin.samehost import COLDSTART, KERNEL, LOGS, Judge
 from kernelgate.verdict import neighbours, ownrange, reported, samehost
 
 if TYPE_CHECKING:
