@@ -43,9 +43,10 @@ if TYPE_CHECKING:
 # side) a third round. Where the sides take turns run by run (plugin/standby.py), one round holds both
 # orders: confirm_min_rounds runs a side (3 by default) decide a pass, a second round a regression
 JUDGE_RUNS = 2
-# timed runs of the screen where the stored baseline is another host's: a cold start is host-coupled
-# (`import torch` +35 ... +82 % on other H200 hosts, -41 % on another H100 host), so its numbers are
-# kept only as this runner's offset, and base and head on this runner decide
+# timed runs of the screen where the stored baseline is another host's and the judge cannot measure
+# it at once (a pytest-xdist worker; no base to check out): a cold start is host-coupled (`import
+# torch` +35 ... +82 % on other H200 hosts, -41 % on another H100 host), so its numbers are kept only
+# as this runner's offset, and base and head on this runner decide (judged_now, where they can at once)
 FOREIGN_RUNS = 1
 
 
@@ -318,8 +319,8 @@ ANOTHER_HOST = "another host's baseline"
 
 
 def foreign_note(hosts: str, now: bool = False) -> str:
-    """Why a cold start went to the same-host judge: with one run of the screen (a pytest-xdist
-    worker's), or at once (``now``: :func:`judged_now`)."""
+    """Why a cold start went to the same-host judge: at once (``now``: :func:`judged_now`), or after
+    one run of the screen (a pytest-xdist worker's, or where no base could be checked out)."""
     head = (
         f"this runner is not the host that recorded this cold start's baseline ({hosts}): a cold start "
         "depends on the host (its disk, CPU and page cache) more than on the code, so "
