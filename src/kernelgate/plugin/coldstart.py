@@ -1,5 +1,6 @@
 """The fixture's ``coldstart(...)``: measure a cold-start scenario, keep it for the baseline file, gate it
-(:mod:`kernelgate.coldstart.verdict`)."""
+(:mod:`kernelgate.coldstart.verdict`); where its stored runs are another host's, have the same-host
+judge measure base and head at once instead (:func:`judged_now`)."""
 
 from __future__ import annotations
 
