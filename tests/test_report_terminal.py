@@ -73,3 +73,17 @@ def test_a_log_gets_each_row_on_one_line_and_a_terminal_gets_colour() -> None:
 def test_a_progress_line_names_the_test_its_verdict_and_the_time() -> None:
     line = report.progress_line(3, 36, "test_yolo[yolov8n-fp16-bs1-640]", 12.34, 41.2, "pass")
     assert line == "kernelgate [3/36] test_yolo[yolov8n-fp16-bs1-640]: pass (12.3 s; 41 s so far)"
+
+
+def test_a_passing_cold_start_has_its_row_launch_to_steady_state() -> None:
+    """A cold start has no kernel total: its row in the summary is its launch-to-steady-state phase
+    (before, a run of passing cold starts alone printed a table with no row)."""
+    from test_coldstart import cold
+
+    from kernelgate.coldstart.verdict import compare_scenario
+
+    comparison = compare_scenario(cold(), cold(), GateConfig())
+    assert not comparison.failed
+    text = report.summary_table([comparison], width=200)
+    (row,) = [line for line in text.splitlines() if comparison.benchmark in line]
+    assert "to_steady_state" in row and "unchanged" in row

@@ -246,9 +246,12 @@ def summary_table(
     for comparison in comparisons:
         if quiet and not comparison.failed:
             continue
-        rows = [d for d in comparison.failures if d.scope is not Scope.KERNEL] or [
-            d for d in comparison.deltas if d.scope is Scope.TOTAL
-        ]
+        # what fails, else the total; a cold start's total is its first phase row (launch to steady state)
+        rows = (
+            [d for d in comparison.failures if d.scope is not Scope.KERNEL]
+            or [d for d in comparison.deltas if d.scope is Scope.TOTAL]
+            or list(comparison.deltas[:1])
+        )
         for delta in rows:
             verdict = delta.verdict.value if not comparison.failed or delta in comparison.failures else "pass"
             table.add_row(
