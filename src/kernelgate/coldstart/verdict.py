@@ -19,13 +19,13 @@ from rich.table import Table
 
 from kernelgate.coldstart.phases import PHASE_HELP, PHASES, TOTAL, ColdStart, explain
 from kernelgate.coldstart.scenarios import SCENARIOS
-from kernelgate.config import GateConfig, Policy, Scope, record_command
+from kernelgate.config import GateConfig, Scope, record_command
 from kernelgate.machine import envdiff, software
 from kernelgate.machine.fingerprint import HostFingerprint
 from kernelgate.measure.results import Dist, Measurement
 from kernelgate.report.terminal import _render, environment_lines
 from kernelgate.units import duration, limit
-from kernelgate.verdict.compare import Comparison, Delta, Judge, Verdict, median_rule
+from kernelgate.verdict.compare import Comparison, Delta, Judge, Verdict, fail_set, median_rule
 
 if TYPE_CHECKING:
     from kernelgate.baseline.reading import Entry
@@ -153,11 +153,11 @@ def compare_rounds(
         b, c = _pooled(base, name), _pooled(current, name)
         if b is not None or c is not None:
             deltas.append(delta(name, b, c))
-    # a phase that came or went is no launch of the forward: fail_on_new / fail_on_missing do not reach
-    # it; a doubt the judge leaves fails the test where on_inconclusive does (its merged comparison)
-    doubt = {Verdict.INCONCLUSIVE} if config.on_inconclusive is Policy.FAIL else set()
-    fail_on = {Verdict.REGRESSED} | doubt
-    return Comparison(last.id, last.arch, tuple(deltas), frozenset(fail_on))
+    # the kernel benchmarks' fail set, but a phase that came or went is no launch of the forward:
+    # fail_on_new / fail_on_missing do not reach it; a doubt the judge leaves fails the test where
+    # on_inconclusive does (its merged comparison)
+    fail_on = fail_set(config) & {Verdict.REGRESSED, Verdict.INCONCLUSIVE}
+    return Comparison(last.id, last.arch, tuple(deltas), fail_on)
 
 
 def _pooled(records: Sequence[ColdStart], name: str | None) -> Dist | None:

@@ -88,9 +88,7 @@ def finish(session: pytest.Session) -> None:
         return
     if not state.tests_done:  # the tests were cut short (Ctrl-C): no judge, the lists in order
         _settle_workers(session.config, state)
-        if state.judge is not None:  # made for a cold start at its test's time: its base checkout goes
-            state.judge.close()
-            state.set_judge(None)
+        _close_judge(state)  # made for a cold start at its test's time: its base checkout goes
     if state.measured:
         from kernelgate.offline import with_judgements
 
@@ -141,26 +139,34 @@ def after_tests(session: pytest.Session) -> None:
     _settle_workers(config, state)
     from kernelgate.plugin import outcome
 
-    if state.suspects:
-        from kernelgate.plugin.judgement import judge_session
+    try:
+        if state.suspects:
+            from kernelgate.plugin.judgement import judge_session
 
-        try:
-            judge_session(config, state)
-        except Exception as exc:  # the held tests still get an outcome: failed, saying why
-            why = (
-                f"kernelgate: the same-host judge failed ({type(exc).__name__}: {exc}), so the suspects "
-                "have no verdict. Rerun; if it persists, run one suspect alone with -v and report its output."
-            )
-            state.add_error(why)
-            for s in state.suspects:
-                if s.nodeid not in state.verdicts:
-                    state.add_verdict(outcome.TestVerdict(s.nodeid, True, why, why))
-            outcome.release(config, state)
-            raise
-    if state.judge is not None:  # made for a cold start whose test failed before it was a suspect
+            try:
+                judge_session(config, state)
+            except Exception as exc:  # the held tests still get an outcome: failed, saying why
+                why = (
+                    f"kernelgate: the same-host judge failed ({type(exc).__name__}: {exc}), so the suspects "
+                    "have no verdict. Rerun; if it persists, run one suspect alone with -v and report its "
+                    "output."
+                )
+                state.add_error(why)
+                for s in state.suspects:
+                    if s.nodeid not in state.verdicts:
+                        state.add_verdict(outcome.TestVerdict(s.nodeid, True, why, why))
+                outcome.release(config, state)
+                raise
+    finally:  # the judge, where a suspect or a cold start at its test's time made one
+        _close_judge(state)
+    outcome.release(config, state)
+
+
+def _close_judge(state: State) -> None:
+    """Remove the judge's base checkout and work folder, where the session made a judge."""
+    if state.judge is not None:
         state.judge.close()
         state.set_judge(None)
-    outcome.release(config, state)
 
 
 def _settle_workers(config: pytest.Config, state: State) -> None:

@@ -58,18 +58,14 @@ def judge_session(config: pytest.Config, state: State) -> None:
     judge = judge_of(config, state)
     log = judge.log
     pending = [s for s in state.suspects if s.nodeid not in state.early]
-    try:
-        decisions = dict(state.early)
-        if pending:
-            log(f"kernelgate: {len(pending)} suspect(s) against the stored baseline; measuring base and "
-                "head on this runner")  # fmt: skip
-            for s in pending:
-                log(f"kernelgate:   {s.screen.benchmark}: {s.why or 'over its screen threshold'}")
-            deciders = {KERNEL: decide_kernel(state), COLDSTART: decide_coldstart(state)}
-            decisions |= judge.run(pending, deciders)
-    finally:
-        judge.close()
-        state.set_judge(None)
+    decisions = dict(state.early)
+    if pending:  # the judge's base checkout is removed by the session's end (plugin/finish.py)
+        log(f"kernelgate: {len(pending)} suspect(s) against the stored baseline; measuring base and "
+            "head on this runner")  # fmt: skip
+        for s in pending:
+            log(f"kernelgate:   {s.screen.benchmark}: {s.why or 'over its screen threshold'}")
+        deciders = {KERNEL: decide_kernel(state), COLDSTART: decide_coldstart(state)}
+        decisions |= judge.run(pending, deciders)
     out = state.options.out_dir
     if (out / evidence.FILE).is_file():
         log(

@@ -52,11 +52,9 @@ class Progress:
         state = self.config.stash.get(STATE_KEY, None)
         if state is None or len(state.gate_tests) < 2 or self.config.get_verbosity() < 0:
             return
-        decided = state.early.get(nodeid)
-        if decided is not None:  # a cold start judged at its own test's time
-            said = f"suspect{': ' + why if why else ''}; judged on this runner: {decided.outcome.value}"
-        else:
-            said = f"suspect{': ' + why if why else ''}; judged on this runner after the last test"
+        decided = state.early.get(nodeid)  # a cold start judged at its own test's time
+        when = f": {decided.outcome.value}" if decided is not None else " after the last test"
+        said = f"suspect{': ' + why if why else ''}; judged on this runner{when}"
         self._write(self._number(nodeid), len(state.gate_tests), nodeid, seconds, said, False)
 
     def _number(self, nodeid: str) -> int:
