@@ -4,7 +4,8 @@ The stored baseline may come from another host of the same GPU, whose timings di
 layer and tens of % on the host side. So, with the same-host judge on (``confirm``), a benchmark is a
 *suspect* when what its forward launches changed (:mod:`kernelgate.verdict.structure`, at any size)
 or when it fails at a fraction of its thresholds (``screen``), the host side relative to this
-runner's speed (:mod:`kernelgate.verdict.hostspeed`); the judge decides suspects at the session's end.
+runner's speed (:mod:`kernelgate.verdict.hostspeed`), or where a figure over its threshold is left
+inside the noise (:func:`open_doubts`); the judge decides suspects at the session's end.
 Without the judge (``--kernelgate-no-confirm``) the comparison with the baseline is the verdict.
 """
 
@@ -29,6 +30,7 @@ from kernelgate.plugin.session import MissingBaselineWarning, State
 from kernelgate.report.terminal import failure_message
 from kernelgate.verdict import hostspeed, ownrange, probespeed, structure, yardstick
 from kernelgate.verdict.compare import Comparison, compare
+from kernelgate.verdict.delta import Delta, Verdict
 from kernelgate.verdict.settled import names
 
 if TYPE_CHECKING:
@@ -132,16 +134,38 @@ def screening(
         relative = probespeed.explained(relative, compare(*loop, cfg))  # the full threshold's guard
     if own and relative.failed and not screened.failed:  # the guard: not a device level of its own rounds
         relative = ownrange.at_own_level(relative, screened, stored, result)
-    suspect = bool(built) or blind or screened.failed or relative.failed
+    doubts = open_doubts(relative, screened)
+    suspect = bool(built) or blind or screened.failed or relative.failed or bool(doubts)
     why = suspicion(screened, cfg.screen, structure.summary(built) if built else "", blind)
     if relative.failed and not screened.failed:  # the screen let them go: near its own rounds
         over = names(relative.failures[:SHOWN], roles=False)
         near = f"{over} over their thresholds, near this runner's slowest own round"
         why = f"{why}; {near}" if why else near
-    figures = [(d.scope, d.name) for d in (*screened.failures, *relative.failures)]
+    if doubts:
+        inside = f"{names(doubts[:SHOWN], roles=False)} over their thresholds, inside the noise"
+        why = f"{why}; {inside}" if why else inside
+    figures = [(d.scope, d.name) for d in (*screened.failures, *relative.failures, *doubts)]
     figures += [(Scope.HOST if c.what == "waits" else Scope.LAYER, c.layer) for c in built]
     flagged = tuple(dict.fromkeys(figures))
     return Screened(suspect, comparison if suspect else relative, why, flagged if suspect else ())
+
+
+def open_doubts(relative: Comparison, screened: Comparison) -> list[Delta]:
+    """The figures (not kernels: cuDNN picks per process) over their full thresholds and up, whose
+    move the noise leaves open (AMBIGUOUS) and which the screen at its fraction did not settle
+    either: a pass would leave them "not settled" beside a green test, so base and head on this
+    runner settle them."""
+    settled = {
+        (d.scope, d.name) for d in screened.deltas if d.verdict in (Verdict.UNCHANGED, Verdict.IMPROVED)
+    }
+    return [
+        d
+        for d in relative.deltas
+        if d.verdict is Verdict.AMBIGUOUS
+        and d.scope is not Scope.KERNEL
+        and d.delta_us > 0
+        and (d.scope, d.name) not in settled
+    ]
 
 
 def suspicion(screened: Comparison, fraction: float, built: str, blind: bool) -> str:
