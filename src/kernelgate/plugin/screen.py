@@ -119,7 +119,8 @@ def screening(
     at each step's CPU speed too, where those rounds kept the loop (:func:`probespeed.explained`).
     What fails at the full threshold is a suspect too (never failed without the judge), except a
     device-side layer the own-range rule let go, inside the levels of this runner's own rounds
-    (:func:`ownrange.at_own_level`): passed and said."""
+    (:func:`ownrange.at_own_level`): passed and said. So is a figure that moved up over its full
+    threshold inside the noise (:func:`open_doubts`): never passed unjudged."""
     speed = hostspeed.factor(stored, result)
     here = hostspeed.scaled(stored, speed)
     rule = ownrange.rule(cfg.alpha) if own else None
