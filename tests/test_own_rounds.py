@@ -355,6 +355,8 @@ def test_a_figure_over_its_threshold_inside_the_noise_is_a_suspect_not_a_pass() 
     suspect, why, _ = screened(stored, head, own=False)
     assert suspect, why
     assert "model.0 +4.0 % over their thresholds, inside the noise" in why
+    # against this runner's own rounds their spread is this runner's: inside it, a level it takes
+    assert not screened(stored, head, own=True)[0]
     # the same noise moved down is no doubt of a regression: a pass
     suspect, why, shown = screened(stored, noisy(96.0), own=False)
     assert not suspect and why == "" and not shown.failed

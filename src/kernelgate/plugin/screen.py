@@ -119,8 +119,9 @@ def screening(
     at each step's CPU speed too, where those rounds kept the loop (:func:`probespeed.explained`).
     What fails at the full threshold is a suspect too (never failed without the judge), except a
     device-side layer the own-range rule let go, inside the levels of this runner's own rounds
-    (:func:`ownrange.at_own_level`): passed and said. So is a figure that moved up over its full
-    threshold inside the noise (:func:`open_doubts`): never passed unjudged."""
+    (:func:`ownrange.at_own_level`): passed and said. So is, against another host's rounds, a figure
+    that moved up over its full threshold inside their noise (:func:`open_doubts`): never passed
+    unjudged."""
     speed = hostspeed.factor(stored, result)
     here = hostspeed.scaled(stored, speed)
     rule = ownrange.rule(cfg.alpha) if own else None
@@ -135,7 +136,9 @@ def screening(
         relative = probespeed.explained(relative, compare(*loop, cfg))  # the full threshold's guard
     if own and relative.failed and not screened.failed:  # the guard: not a device level of its own rounds
         relative = ownrange.at_own_level(relative, screened, stored, result)
-    doubts = open_doubts(relative, screened)
+    # against this runner's own rounds the noise is its own processes' spread: inside it, a figure is
+    # at a level this runner takes (verdict/ownrange.py); another host's spread says nothing of this one
+    doubts = [] if own else open_doubts(relative, screened)
     suspect = bool(built) or blind or screened.failed or relative.failed or bool(doubts)
     why = suspicion(screened, cfg.screen, structure.summary(built) if built else "", blind)
     if relative.failed and not screened.failed:  # the screen let them go: near its own rounds
