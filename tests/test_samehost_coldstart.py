@@ -178,3 +178,28 @@ def test_a_cold_start_the_judge_left_in_doubt_fails_its_test_where_on_inconclusi
     merged = reported.merged(screen, doubt)
     assert merged.failed is fails
     assert any(d.verdict is Verdict.INCONCLUSIVE for d in merged.deltas)
+
+
+def test_a_cold_start_phase_is_answered_in_seconds_and_a_move_down_is_not_over_its_limit() -> None:
+    """The answer to a flagged phase, as an H100 A/A printed it (2026-12-07, host a1329bb6): "base ->
+    head on this runner 1111544.0 µs -> 719199.0 µs (-35.3 %), limit +277886.0 µs: over its limit but
+    inside the noise" for a phase 35 % faster: now in seconds, and said to be faster."""
+    from kernelgate.config import Scope, Threshold
+    from kernelgate.verdict import reported, samehost
+    from kernelgate.verdict.delta import Comparison, Delta
+
+    limit = Threshold(0.25, 250000.0)
+
+    def build(base: float, head: float, verdict: Verdict) -> Delta:
+        return Delta(Scope.PHASE, "build", "empty", base, head, limit, verdict)
+
+    screen = Comparison("coldstart-x", "sm90", (build(107000.0, 719199.0, Verdict.REGRESSED),), frozenset())
+    ab = Comparison("coldstart-x", "sm90", (build(1111544.0, 719199.0, Verdict.AMBIGUOUS),), frozenset())
+    processes = {(Scope.PHASE, "build"): ((1111544.0, 1090000.0, 1200000.0), (719199.0, 700000.0, 730000.0))}
+    decision = samehost.Decision("coldstart-x", samehost.Outcome.PASS, "agree", ab, 3, processes=processes)
+    (line,) = reported.answers([(Scope.PHASE, "build")], screen, decision)
+    assert line == (
+        "  build: stored baseline 107.0 ms -> 719.2 ms (+572.1 %); base -> head on this runner 1.112 s -> "
+        "719.2 ms (-35.3 %), limit +277.9 ms: faster by more than its limit but inside the noise of this "
+        "runner (each process: base 1.112 1.090 1.200 | head 0.7192 0.7000 0.7300 s)"
+    )

@@ -60,3 +60,12 @@ def test_every_duration_has_its_unit_and_the_resolution_of_its_magnitude(us: flo
 )
 def test_what_the_profiled_time_is_called(arch: str, name: str) -> None:
     assert device_time(arch) == name
+
+
+def test_several_durations_read_in_the_unit_of_the_largest() -> None:
+    from kernelgate.units import in_one_unit
+
+    assert in_one_unit([101.6, 102.0, 101.7]) == (["101.6", "102.0", "101.7"], "µs")
+    assert in_one_unit([1111544.0, 719199.0]) == (["1.112", "0.7192"], "s")  # a cold start's build phase
+    assert in_one_unit([1519.7, 998.0, -4.0]) == (["1.520", "0.9980", "-0.004000"], "ms")
+    assert in_one_unit([]) == ([], "µs")

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from kernelgate.config import Scope
+from kernelgate.units import duration, in_one_unit
 from kernelgate.verdict.bimodal import explain
 from kernelgate.verdict.compare import Comparison, Delta, Verdict
 from kernelgate.verdict.samehost import Decision, Outcome
@@ -133,20 +134,22 @@ def _ab_note(pair: Delta, decision: Decision) -> str:
     each = decision.processes.get((pair.scope, pair.name))
     shown = ""
     if each is not None:
-        shown = f" (each process, round by round: base {_list(each[0])} | head {_list(each[1])} µs)"
+        shown = f" (each process, round by round: {_processes(*each)})"
     return (
-        f"confirmed on this runner: base {pair.baseline_us or 0:.1f} µs -> head {pair.current_us or 0:.1f} µs"
-        f"{pct}, {decision.rounds} process(es) per side{shown}{role}"
+        f"confirmed on this runner: base {duration(pair.baseline_us or 0)} -> head "
+        f"{duration(pair.current_us or 0)}{pct}, {decision.rounds} process(es) per side{shown}{role}"
     )
 
 
 def _moved(d: Delta) -> str:
     pct = "" if d.delta_pct is None else f" ({d.delta_pct:+.1f} %)"
-    return f"{d.baseline_us or 0:.1f} µs -> {d.current_us or 0:.1f} µs{pct}"
+    return f"{duration(d.baseline_us or 0)} -> {duration(d.current_us or 0)}{pct}"
 
 
-def _list(values: Sequence[float]) -> str:
-    return " ".join(f"{v:.1f}" for v in values)
+def _processes(base: Sequence[float], head: Sequence[float]) -> str:
+    """Each process's median of both sides, in one unit: ``base 101.6 102.0 | head 104.8 104.9 µs``."""
+    shown, unit = in_one_unit([*base, *head])
+    return f"base {' '.join(shown[: len(base)])} | head {' '.join(shown[len(base) :])} {unit}"
 
 
 def _offset_note(pair: Delta | None, decision: Decision) -> str:
@@ -179,10 +182,10 @@ def answers(flagged: Sequence[tuple[Scope, str]], screen: Comparison, decision: 
             continue
         limit = pair.threshold.limit_us(pair.baseline_us or 0.0)
         each = decision.processes.get(key)
-        shown = f" (each process: base {_list(each[0])} | head {_list(each[1])} µs)" if each else ""
+        shown = f" (each process: {_processes(*each)})" if each else ""
         lines.append(
-            f"  {figure}: {against}; base -> head on this runner {_moved(pair)}, limit +{limit:.1f} µs: "
-            f"{_answer(pair)}{shown}"
+            f"  {figure}: {against}; base -> head on this runner {_moved(pair)}, limit "
+            f"{duration(limit, signed=True)}: {_answer(pair)}{shown}"
         )
     lines += [f"  launches, in every head process and no base process: {c}" for c in decision.launches]
     return tuple(lines)
@@ -194,8 +197,9 @@ def _answer(pair: Delta) -> str:
         return "slower past its limit"
     if pair.verdict is Verdict.IMPROVED:
         return "faster past its limit"
-    if pair.verdict is Verdict.AMBIGUOUS:
-        return "over its limit but inside the noise of this runner"
+    if pair.verdict is Verdict.AMBIGUOUS:  # moved by more than its limit, either way
+        way = "over" if pair.delta_us > 0 else "faster by more than"
+        return f"{way} its limit but inside the noise of this runner"
     if pair.verdict in (Verdict.NEW, Verdict.MISSING):
         return str(pair.verdict.value)
     return "within its limit"
