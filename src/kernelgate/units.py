@@ -55,23 +55,25 @@ def duration(us: float | None, signed: bool = False, digits: int | None = None) 
     if not math.isfinite(us):
         return f"{us:+} µs" if signed else f"{us} µs"
     size = abs(us)
-    for scale, unit in _SCALES:
-        text = _digits(size / scale, unit, digits)
-        if float(text) < 1e3 or unit == "s":
-            break
+    scale, unit = _unit_of(size, digits)
+    text = _digits(size / scale, unit, digits)
     sign = "-" if us < 0 and float(text) != 0 else ("+" if signed else "")
     return f"{sign}{text} {unit}"
+
+
+def _unit_of(size: float, digits: int | None) -> tuple[float, str]:
+    """The scale and unit ``size`` (µs, ≥ 0) is printed in: the first whose rounded value is under
+    1000, else seconds."""
+    for scale, unit in _SCALES:
+        if float(_digits(size / scale, unit, digits)) < 1e3 or unit == "s":
+            break
+    return scale, unit
 
 
 def in_one_unit(values: Sequence[float]) -> tuple[list[str], str]:
     """Several durations given in µs, printed in the one unit the largest of them takes (so a list of
     a cold start's runs reads ``1.112 0.7192 s``, a layer's ``101.6 102.0 µs``) and that unit."""
-    finite = [abs(v) for v in values if math.isfinite(v)]
-    size = max(finite, default=0.0)
-    scale, unit = _SCALES[0]
-    for scale, unit in _SCALES:
-        if float(_digits(size / scale, unit, None)) < 1e3 or unit == "s":
-            break
+    scale, unit = _unit_of(max((abs(v) for v in values if math.isfinite(v)), default=0.0), None)
     return [_digits(v / scale, unit, None) if v >= 0 else "-" + _digits(-v / scale, unit, None)
             for v in values], unit  # fmt: skip
 
