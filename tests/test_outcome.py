@@ -122,6 +122,8 @@ def test_the_judges_verdict_is_the_tests_outcome_everywhere_pytest_reports_it(
     assert found["test_judged_pass"].find("failure") is None
     props = {p.attrib["name"]: p.attrib["value"] for p in found["test_judged_pass"].iter("property")}
     assert props["kernelgate"].startswith("kernelgate: yolo-c: PASS")
+    # the whole answer, not only its headline: what the screen flagged and what base -> head said
+    assert "model.6: stored baseline 100.0" in props["kernelgate"]
     assert found["test_not_a_suspect"].find("failure") is None and found["test_plain"].find("failure") is None
 
 
