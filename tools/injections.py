@@ -1,0 +1,247 @@
+"""Changes injected into a pull request's head, one per configuration of the quick set, and what the
+gate must say of each: the regressions and the small changes of docs/sensitivity.md's targets.
+
+    python tools/injections.py conftest SET        the code a head's benchmarks/conftest.py gets
+    python tools/injections.py evaluate SET XML     each configuration's outcome from a run's JUnit XML,
+                                                    a Markdown table; exit 1 when one misses its target
+
+SET: ``a``, ``b``, ``c`` (a regression in every configuration: six kinds, each in another layer and
+model), ``small`` (a kernel of about 1 µs in the detection head of every configuration, +0.5 % of that
+layer or less: must pass). ``tools/verdict-lab inject OUT SET ARGS...`` commits the change in a head
+branch and gates it as a pull request is gated.
+
+A regression is caught when its test failed with a REGRESSION whose headline names the changed layer
+first (its GPU time, or its host time for a host-side change) and no other layer; a small change is
+right when its test passed.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Change:
+    config: str  # the configuration's id (test_yolo[<id>])
+    kind: str  # kernel, cudnn, bilinear, silu, sleep, sync, tiny
+    layer: int  # the top-level layer it goes into
+
+    @property
+    def regression(self) -> bool:
+        return self.kind != "tiny"
+
+    def describe(self) -> str:
+        return {
+            "kernel": "three extra elementwise kernels after",
+            "cudnn": "cuDNN off (native convolution) in the first conv of",
+            "bilinear": "bilinear upsampling in",
+            "silu": "SiLU unfused (x * sigmoid(x)) in the convs of",
+            "sleep": "a 0.2 ms time.sleep in the forward of",
+            "sync": "torch.cuda.synchronize() after",
+            "tiny": "one spin kernel of 100 cycles after",
+        }[self.kind] + f" model.{self.layer}"
+
+
+V8, V8_32 = "yolov8n-fp16-bs1-640", "yolov8n-fp32-bs1-640"
+V11, V11_32 = "yolo11n-fp16-bs1-640", "yolo11n-fp32-bs1-640"
+V8G, V11G, V8P, V26 = f"{V8}-graph", f"{V11}-graph", f"{V8}-pipeline", "yolo26n-fp16-bs1-640"
+
+# Host-side kinds (sleep, sync) only where the forward runs eagerly: a CUDA graph replays kernels,
+# not Python, and a synchronize cannot be captured. Upsample layers: yolov8n 10 and 13, yolo11n and
+# yolo26n 11 and 14. Detect: yolov8n 22, yolo11n and yolo26n 23.
+SETS: dict[str, tuple[Change, ...]] = {
+    "a": (
+        Change(V8, "kernel", 4),
+        Change(V8_32, "sleep", 8),
+        Change(V11, "cudnn", 3),
+        Change(V11_32, "sync", 7),
+        Change(V8G, "bilinear", 13),
+        Change(V11G, "silu", 2),
+        Change(V8P, "cudnn", 16),
+        Change(V26, "sleep", 5),
+    ),
+    "b": (
+        Change(V8, "cudnn", 7),
+        Change(V8_32, "kernel", 12),
+        Change(V11, "sleep", 16),
+        Change(V11_32, "silu", 8),
+        Change(V8G, "kernel", 18),
+        Change(V11G, "bilinear", 11),
+        Change(V8P, "sync", 9),
+        Change(V26, "cudnn", 1),
+    ),
+    "c": (
+        Change(V8, "silu", 21),
+        Change(V8_32, "bilinear", 10),
+        Change(V11, "sync", 19),
+        Change(V11_32, "kernel", 13),
+        Change(V8G, "cudnn", 5),
+        Change(V11G, "kernel", 20),
+        Change(V8P, "sleep", 2),
+        Change(V26, "bilinear", 14),
+    ),
+    "small": (
+        Change(V8, "tiny", 22),
+        Change(V8_32, "tiny", 22),
+        Change(V11, "tiny", 23),
+        Change(V11_32, "tiny", 23),
+        Change(V8G, "tiny", 22),
+        Change(V11G, "tiny", 23),
+        Change(V8P, "tiny", 22),
+        Change(V26, "tiny", 23),
+    ),
+}
+
+CONFTEST = """
+
+# --- the change under review (tools/injections.py, set {name}): one per configuration ---
+import time as _time
+
+import torch as _torch
+from kernelgate.plugin import fixture as _fixture
+
+_CHANGES = {changes!r}
+_build = _fixture.build_detection_model
+
+
+class _Unfused(_torch.nn.Module):
+    def forward(self, x):
+        return x * _torch.sigmoid(x)
+
+
+def _inject(spec, device, **kw):
+    net = _build(spec, device, **kw)
+    change = _CHANGES.get(spec.id)
+    if change is None:
+        return net
+    kind, n = change
+    layer = net.model[n]
+    if kind == "kernel":
+        layer.register_forward_hook(lambda m, i, o: o + 0 + 0 + 0)
+    elif kind == "tiny":
+        layer.register_forward_hook(lambda m, i, o: (_torch.cuda._sleep(100), o)[1])
+    elif kind == "cudnn":
+        conv = next(m for m in layer.modules() if isinstance(m, _torch.nn.Conv2d))
+        conv.register_forward_pre_hook(lambda m, i: setattr(_torch.backends.cudnn, "enabled", False))
+        conv.register_forward_hook(lambda m, i, o: setattr(_torch.backends.cudnn, "enabled", True))
+    elif kind == "bilinear":
+        layer.mode = "bilinear"
+    elif kind == "silu":
+        # a SiLU of their own: ultralytics' Conv.default_act is one module shared by every Conv
+        for m in layer.modules():
+            if isinstance(getattr(m, "act", None), _torch.nn.SiLU):
+                m.act = _Unfused()
+    elif kind in ("sleep", "sync"):
+        forward = layer.forward
+
+        def changed(*a, **k):
+            if kind == "sleep":
+                _time.sleep(0.0002)
+            out = forward(*a, **k)
+            if kind == "sync":
+                _torch.cuda.synchronize()
+            return out
+
+        layer.forward = changed
+    return net
+
+
+_fixture.build_detection_model = _inject
+"""
+
+
+def conftest(name: str) -> str:
+    changes = {c.config: (c.kind, c.layer) for c in SETS[name]}
+    return CONFTEST.format(name=name, changes=changes)
+
+
+NAMED = re.compile(r"^(host )?(model\.\d+|input|preprocess|postprocess)$")
+
+
+def named_layers(headline: str) -> list[str]:
+    """The layers a REGRESSION headline names, in its order: ``base -> head on this runner: model.6
+    +3.0 % (origin), host model.9 +140 %, wall +4 %; ...`` gives ``model.6, host model.9``."""
+    found = headline.split("on this runner: ", 1)
+    if len(found) < 2:
+        return []
+    figures = found[1].split("; ", 1)[0].split(", ")
+    names = [re.sub(r" [+-]\d.*$", "", f).strip() for f in figures]
+    return [n for n in names if NAMED.match(n)]
+
+
+@dataclass(frozen=True)
+class Outcome:
+    change: Change
+    result: str  # failed, passed, skipped, missing
+    headline: str
+    answer: str  # the changed layer's line of the judge's answer, if any
+
+    @property
+    def layers(self) -> list[str]:
+        return named_layers(self.headline) if self.result == "failed" else []
+
+    @property
+    def right(self) -> bool:
+        if not self.change.regression:
+            return self.result == "passed"
+        want = f"model.{self.change.layer}"
+        layers = [n.removeprefix("host ") for n in self.layers]
+        return "REGRESSION" in self.headline and bool(layers) and set(layers) == {want}
+
+
+def outcomes(name: str, xml: str) -> list[Outcome]:
+    cases = {c.attrib["name"]: c for c in ET.parse(xml).getroot().iter("testcase")}
+    found = []
+    for change in SETS[name]:
+        case = cases.get(f"test_yolo[{change.config}]")
+        if case is None:
+            found.append(Outcome(change, "missing", "", ""))
+            continue
+        failure = case.find("failure")
+        props = {p.attrib["name"]: p.attrib.get("value", "") for p in case.iter("property")}
+        if failure is not None:
+            result, text = "failed", failure.attrib.get("message", "") + "\n" + (failure.text or "")
+        elif case.find("skipped") is not None:
+            result, text = "skipped", ""
+        else:
+            result, text = "passed", props.get("kernelgate", "")
+        lines = text.strip().splitlines()
+        want = f"model.{change.layer}:"
+        answer = next((ln.strip() for ln in lines if ln.strip().startswith((want, f"host {want}"))), "")
+        found.append(Outcome(change, result, lines[0] if lines else "", answer))
+    return found
+
+
+def table(name: str, found: list[Outcome]) -> str:
+    rows = [
+        f"| configuration | change (set {name}) | outcome | layers the headline names | right |",
+        "|---|---|---|---|---|",
+    ]
+    for o in found:
+        shown, right = ", ".join(o.layers) or "-", "yes" if o.right else "**no**"
+        rows.append(f"| {o.change.config} | {o.change.describe()} | {o.result} | {shown} | {right} |")
+    rows.append("")
+    for o in found:
+        rows.append(f"- {o.change.config}: {o.headline[:400]}")
+        if o.answer:
+            rows.append(f"  - {o.answer[:400]}")
+    return "\n".join(rows)
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) >= 2 and argv[0] == "conftest" and argv[1] in SETS:
+        print(conftest(argv[1]))
+        return 0
+    if len(argv) >= 3 and argv[0] == "evaluate" and argv[1] in SETS:
+        found = outcomes(argv[1], argv[2])
+        print(table(argv[1], found))
+        return 0 if all(o.right for o in found) else 1
+    print(__doc__, file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
