@@ -126,7 +126,7 @@ def screening(
     here = hostspeed.scaled(stored, speed)
     rule = ownrange.rule(cfg.alpha) if own else None
     screened = compare(here, result, cfg.screening(), judge=rule)
-    relative = hostspeed.relative(comparison, compare(here, result, cfg), speed)
+    relative = hostspeed.relative(comparison, compare(here, result, cfg), speed, screened)
     # the CPU-speed loop of this runner's own rounds may explain a latency or host-coupled move away
     # (two more comparisons, only where such a figure failed)
     coupled = any(probespeed.taken_at_speed(d) for d in (*screened.failures, *relative.failures))

@@ -68,14 +68,27 @@ def scaled(base: Measurement, by: float | None) -> Measurement:
     return replace(base, host_layers=host, wall=_scaled(base.wall, by))
 
 
-def relative(shown: Comparison, screened: Comparison, by: float | None) -> Comparison:
+SETTLED = (Verdict.UNCHANGED, Verdict.IMPROVED)
+
+
+def relative(
+    shown: Comparison, screened: Comparison, by: float | None, at_fraction: Comparison | None = None
+) -> Comparison:
     """``shown`` (against the baseline as recorded) with each host-side failure that the comparison
-    relative to this runner (``screened``) does not fail marked unchanged, with the runner's factor."""
+    relative to this runner (``screened``) does not fail marked unchanged, with the runner's factor;
+    and each host-side figure left inside the noise (ambiguous) that the screen relative to this
+    runner at its fraction of the thresholds (``at_fraction``) settles, unchanged or faster: a pass
+    then says this runner's speed explains it, not "not settled" (the screen's doubts,
+    plugin/screen.open_doubts, are the ambiguous figures it does not settle)."""
     fine = {(d.scope, d.name) for d in screened.deltas if d.verdict not in screened.fail_on}
+    calm = at_fraction.deltas if at_fraction is not None and by is not None else ()
+    settled = {(d.scope, d.name) for d in calm if d.verdict in SETTLED}
     deltas = []
     for d in shown.deltas:
-        judged_here = (d.scope, d.name) in fine or by is None
-        if d.scope in (Scope.HOST, Scope.WALL) and d.verdict in shown.fail_on and judged_here:
+        key = (d.scope, d.name)
+        failed_here = d.verdict in shown.fail_on and (key in fine or by is None)
+        explained = d.verdict is Verdict.AMBIGUOUS and key in settled
+        if d.scope in (Scope.HOST, Scope.WALL) and (failed_here or explained):
             d = replace(d, verdict=Verdict.UNCHANGED, note=note(by))
         deltas.append(d)
     return replace(shown, deltas=tuple(deltas))
