@@ -121,7 +121,7 @@ def test_a_cold_start_recorded_on_another_host_is_judged_on_this_runner(
     git(pytester.path, "commit", "-qam", "baseline of another host")
 
     judged = pytester.runpytest_subprocess(
-        "-p", "no:cacheprovider", "--kernelgate-device=cpu", "--benchmark-json=screen.json"
+        "-p", "no:cacheprovider", "--kernelgate-device=cpu", "--benchmark-json=screen.json", "-rA"
     )  # fmt: skip
     out = judged.stdout.str()
     judged.assert_outcomes(passed=1)
@@ -141,6 +141,11 @@ def test_a_cold_start_recorded_on_another_host_is_judged_on_this_runner(
     assert "same-host round 2" not in out and "suspect(s) against the stored baseline" not in out
     verdict = out.index("coldstart-yolov8n-fp32-bs1-32-empty: pass: base and head agree on this runner")
     assert verdict > found.start()
+    # the pass names what the judge measured: the cold start's total, stored and base -> head
+    assert re.search(
+        r"\n  to_steady_state: stored baseline .* -> .*; base -> head on this runner .* -> .*, limit \+.*: ",
+        out[verdict:],
+    ), out[verdict:]
     (bench,) = json.loads((pytester.path / "screen.json").read_text())["benchmarks"]
     # pytest-benchmark's record is the head's two runs (each a fresh process), not a run of the screen,
     # and its fixture counts as used

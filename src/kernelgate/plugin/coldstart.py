@@ -13,7 +13,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from kernelgate.coldstart.phases import COMPILE, PTX_PROBE, ChildSpec, ColdStart
+from kernelgate.coldstart.phases import COMPILE, PTX_PROBE, TOTAL, ChildSpec, ColdStart
 from kernelgate.coldstart.ptxprobe.build import ProbeUnavailable
 from kernelgate.coldstart.runner import Runner
 from kernelgate.coldstart.scenarios import SCENARIOS
@@ -253,7 +253,10 @@ def judged_now(kg: KernelGate, stored: Entry, foreign: str) -> ColdStart | None:
     comparison = compare_scenario(base, record, cfg)
     comparison = replace(comparison, notes=(*comparison.notes, foreign_note(foreign, now=True)))
     why = "; ".join(filter(None, [names(comparison.failures, roles=False), ANOTHER_HOST]))
-    flagged = tuple((d.scope, d.name) for d in comparison.failures)
+    # the launch-to-steady-state total always, then each phase off the stored runs: the judge's
+    # answer names them base -> head, so that a pass says what it measured
+    total = [(d.scope, d.name) for d in comparison.deltas if d.name == TOTAL]
+    flagged = tuple(dict.fromkeys([*total, *((d.scope, d.name) for d in comparison.failures)]))
     suspect = Suspect(nodeid, COLDSTART, comparison, base.to_json(), why, flagged=flagged)
     kg.state.add_early(suspect, decision)
     judge.amend(suspect)
