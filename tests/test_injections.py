@@ -112,3 +112,26 @@ def test_the_injected_code_changes_what_a_tiny_yolo_runs(
     assert plain.model[10].mode == "nearest" and changed.model[10].mode == "bilinear"
     with torch.no_grad():
         assert changed(torch.zeros(1, 3, 64, 64)) is not None
+
+
+def test_a_regression_that_passed_with_its_layer_within_its_limits_is_told_apart(
+    inj: ModuleType, tmp_path: Path
+) -> None:
+    # set b's cuDNN off in yolov8n fp16 model.7, as an H100 answered it (2026-12-08): faster on the
+    # GPU, the host under its threshold; a pass with the same layer over its limit is a miss
+    answer = (
+        "kernelgate: x: PASS (...): their times agree within their limits&#10;"
+        "  host model.7: stored baseline 103.7 µs -> 274.1 µs (+164.2 %); base -> head on this runner "
+        "196.1 µs -> 272.3 µs (+38.9 %), limit +98.0 µs: within its limit "
+        "(each process: base 178.2 | head 251.3 µs)&#10;"
+        "  model.7: stored baseline 21.6 µs -> 18.6 µs (-13.7 %); base -> head on this runner 21.5 µs -> "
+        "18.7 µs (-13.3 %), limit +0.5 µs: faster past its limit (each process: base 21.4 | head 18.9 µs)"
+    )
+    missed = answer.replace("faster past its limit", "over its limit but inside the noise of this runner")
+    v8, v8_32 = "yolov8n-fp16-bs1-640", "yolov8n-fp32-bs1-640"
+    prop = '<properties><property name="kernelgate" value="{}"/></properties>'
+    path = xml(tmp_path, {v8: prop.format(answer), v8_32: prop.format(missed.replace("model.7", "model.12"))})
+    found = {o.change.config: o for o in inj.outcomes("b", path)}
+    assert not found[v8].right and found[v8].under_thresholds and len(found[v8].answers) == 2
+    assert "| no: under its thresholds here |" in inj.table("b", [found[v8]])
+    assert not found[v8_32].under_thresholds and "| **no** |" in inj.table("b", [found[v8_32]])
