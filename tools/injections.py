@@ -45,55 +45,37 @@ class Change:
         }[self.kind] + f" model.{self.layer}"
 
 
-V8, V8_32 = "yolov8n-fp16-bs1-640", "yolov8n-fp32-bs1-640"
-V11, V11_32 = "yolo11n-fp16-bs1-640", "yolo11n-fp32-bs1-640"
-V8G, V11G, V8P, V26 = f"{V8}-graph", f"{V11}-graph", f"{V8}-pipeline", "yolo26n-fp16-bs1-640"
+# the quick set's configurations, in the order of each set's changes below
+CONFIGS = (
+    "yolov8n-fp16-bs1-640",
+    "yolov8n-fp32-bs1-640",
+    "yolo11n-fp16-bs1-640",
+    "yolo11n-fp32-bs1-640",
+    "yolov8n-fp16-bs1-640-graph",
+    "yolo11n-fp16-bs1-640-graph",
+    "yolov8n-fp16-bs1-640-pipeline",
+    "yolo26n-fp16-bs1-640",
+)
 
-# Host-side kinds (sleep, sync) only where the forward runs eagerly: a CUDA graph replays kernels,
-# not Python, and a synchronize cannot be captured. Upsample layers: yolov8n 10 and 13, yolo11n and
-# yolo26n 11 and 14. Detect: yolov8n 22, yolo11n and yolo26n 23.
-SETS: dict[str, tuple[Change, ...]] = {
-    "a": (
-        Change(V8, "kernel", 4),
-        Change(V8_32, "sleep", 8),
-        Change(V11, "cudnn", 3),
-        Change(V11_32, "sync", 7),
-        Change(V8G, "bilinear", 13),
-        Change(V11G, "silu", 2),
-        Change(V8P, "cudnn", 16),
-        Change(V26, "sleep", 5),
-    ),
-    "b": (
-        Change(V8, "cudnn", 7),
-        Change(V8_32, "kernel", 12),
-        Change(V11, "sleep", 16),
-        Change(V11_32, "silu", 8),
-        Change(V8G, "kernel", 18),
-        Change(V11G, "bilinear", 11),
-        Change(V8P, "sync", 9),
-        Change(V26, "cudnn", 1),
-    ),
-    "c": (
-        Change(V8, "silu", 21),
-        Change(V8_32, "bilinear", 10),
-        Change(V11, "sync", 19),
-        Change(V11_32, "kernel", 13),
-        Change(V8G, "cudnn", 5),
-        Change(V11G, "kernel", 20),
-        Change(V8P, "sleep", 2),
-        Change(V26, "bilinear", 14),
-    ),
-    "small": (
-        Change(V8, "tiny", 22),
-        Change(V8_32, "tiny", 22),
-        Change(V11, "tiny", 23),
-        Change(V11_32, "tiny", 23),
-        Change(V8G, "tiny", 22),
-        Change(V11G, "tiny", 23),
-        Change(V8P, "tiny", 22),
-        Change(V26, "tiny", 23),
-    ),
+# (kind, layer) per configuration. Host-side kinds (sleep, sync) only where the forward runs eagerly
+# (the 5th and 6th are CUDA graphs: a replay runs kernels, not Python, and a synchronize cannot be
+# captured). Upsample layers: yolov8n 10 and 13, yolo11n and yolo26n 11 and 14. Detect: yolov8n 22,
+# yolo11n and yolo26n 23.
+_TABLE = {
+    "a": "kernel 4, sleep 8, cudnn 3, sync 7, bilinear 13, silu 2, cudnn 16, sleep 5",
+    "b": "cudnn 7, kernel 12, sleep 16, silu 8, kernel 18, bilinear 11, sync 9, cudnn 1",
+    "c": "silu 21, bilinear 10, sync 19, kernel 13, cudnn 5, kernel 20, sleep 2, bilinear 14",
+    "small": "tiny 22, tiny 22, tiny 23, tiny 23, tiny 22, tiny 23, tiny 22, tiny 23",
 }
+
+
+def _changes(row: str) -> tuple[Change, ...]:
+    pairs = [item.split() for item in row.split(", ")]
+    assert len(pairs) == len(CONFIGS), row
+    return tuple(Change(c, kind, int(layer)) for c, (kind, layer) in zip(CONFIGS, pairs, strict=True))
+
+
+SETS: dict[str, tuple[Change, ...]] = {name: _changes(row) for name, row in _TABLE.items()}
 
 CONFTEST = """
 
