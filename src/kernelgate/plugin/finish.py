@@ -143,20 +143,18 @@ def after_tests(session: pytest.Session) -> None:
         if state.suspects:
             from kernelgate.plugin.judgement import judge_session
 
-            try:
-                judge_session(config, state)
-            except Exception as exc:  # the held tests still get an outcome: failed, saying why
-                why = (
-                    f"kernelgate: the same-host judge failed ({type(exc).__name__}: {exc}), so the suspects "
-                    "have no verdict. Rerun; if it persists, run one suspect alone with -v and report its "
-                    "output."
-                )
-                state.add_error(why)
-                for s in state.suspects:
-                    if s.nodeid not in state.verdicts:
-                        state.add_verdict(outcome.TestVerdict(s.nodeid, True, why, why))
-                outcome.release(config, state)
-                raise
+            judge_session(config, state)
+    except Exception as exc:  # the held tests still get an outcome: failed, saying why
+        why = (
+            f"kernelgate: the same-host judge failed ({type(exc).__name__}: {exc}), so the suspects "
+            "have no verdict. Rerun; if it persists, run one suspect alone with -v and report its output."
+        )
+        state.add_error(why)
+        for s in state.suspects:
+            if s.nodeid not in state.verdicts:
+                state.add_verdict(outcome.TestVerdict(s.nodeid, True, why, why))
+        outcome.release(config, state)
+        raise
     finally:  # the judge, where a suspect or a cold start at its test's time made one
         _close_judge(state)
     outcome.release(config, state)

@@ -30,7 +30,7 @@ from kernelgate.plugin.session import MissingBaselineWarning, State
 from kernelgate.report.terminal import failure_message
 from kernelgate.verdict import hostspeed, ownrange, probespeed, structure, yardstick
 from kernelgate.verdict.compare import Comparison, compare
-from kernelgate.verdict.delta import Delta, Verdict
+from kernelgate.verdict.delta import SETTLED, Delta, Verdict
 from kernelgate.verdict.settled import names
 
 if TYPE_CHECKING:
@@ -159,9 +159,7 @@ def open_doubts(relative: Comparison, screened: Comparison) -> list[Delta]:
     move the noise leaves open (AMBIGUOUS) and which the screen at its fraction did not settle
     either: a pass would leave them "not settled" beside a green test, so base and head on this
     runner settle them."""
-    settled = {
-        (d.scope, d.name) for d in screened.deltas if d.verdict in (Verdict.UNCHANGED, Verdict.IMPROVED)
-    }
+    settled = {(d.scope, d.name) for d in screened.deltas if d.verdict in SETTLED}
     return [
         d
         for d in relative.deltas

@@ -32,6 +32,10 @@ class Verdict(enum.Enum):
     MISSING = "missing"
 
 
+# a figure no slower past its limit: what settles a doubt of a regression
+SETTLED = frozenset({Verdict.UNCHANGED, Verdict.IMPROVED})
+
+
 class Basis(enum.Enum):
     """What a figure's verdict was taken on (:mod:`kernelgate.verdict.probespeed`,
     :func:`kernelgate.verdict.ownrange.at_own_level`)."""

@@ -30,7 +30,7 @@ from dataclasses import replace
 
 from kernelgate.config import HOST_COUPLED, Scope
 from kernelgate.measure.results import Dist, LayerStat, Measurement
-from kernelgate.verdict.delta import Comparison, Delta, Verdict
+from kernelgate.verdict.delta import SETTLED, Comparison, Delta, Verdict
 
 MIN_LAYERS = 3  # fewer layers with a host time than this: no factor (a CUDA-graph replay has none)
 MIN_HOST_US = 5.0  # layers shorter than this on the baseline's host do not vote
@@ -66,9 +66,6 @@ def scaled(base: Measurement, by: float | None) -> Measurement:
         return replace(base, host_layers=(), wall=Dist(()))
     host = tuple(LayerStat(lay.name, lay.type, _scaled(lay.time, by)) for lay in base.host_layers)
     return replace(base, host_layers=host, wall=_scaled(base.wall, by))
-
-
-SETTLED = (Verdict.UNCHANGED, Verdict.IMPROVED)
 
 
 def relative(

@@ -36,7 +36,16 @@ from dataclasses import replace
 from kernelgate.config import HOST_COUPLED, GateConfig, Scope, Threshold
 from kernelgate.measure.results import Dist, LayerStat, Measurement
 from kernelgate.verdict.compare import compare
-from kernelgate.verdict.delta import MIN_PROCESSES, Basis, Comparison, Delta, Judgement, Verdict, process_rule
+from kernelgate.verdict.delta import (
+    MIN_PROCESSES,
+    SETTLED,
+    Basis,
+    Comparison,
+    Delta,
+    Judgement,
+    Verdict,
+    process_rule,
+)
 from kernelgate.verdict.processes import Key, process_medians, process_noise
 
 Factors = tuple[tuple[float, ...], tuple[float, ...]]
@@ -217,7 +226,7 @@ def explained(found: Comparison, at: Comparison) -> Comparison:
 
 
 def _within(d: Delta) -> bool:
-    if d.verdict in (Verdict.UNCHANGED, Verdict.IMPROVED):
+    if d.verdict in SETTLED:
         return True
     return d.verdict is Verdict.AMBIGUOUS and d.baseline_us is not None and not _over_limit(d)
 

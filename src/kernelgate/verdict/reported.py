@@ -10,6 +10,7 @@ from kernelgate.config import Scope
 from kernelgate.units import duration, in_one_unit
 from kernelgate.verdict.bimodal import explain
 from kernelgate.verdict.compare import Comparison, Delta, Verdict
+from kernelgate.verdict.delta import SETTLED
 from kernelgate.verdict.samehost import Decision, Outcome
 from kernelgate.verdict.settled import doubts, names
 
@@ -100,7 +101,7 @@ def _settled(pair: Delta) -> bool:
     judge measured unchanged, however far the stored baseline of another host is."""
     if pair.verdict is Verdict.AMBIGUOUS:
         return pair.delta_us <= 0
-    return pair.verdict in (Verdict.UNCHANGED, Verdict.IMPROVED)
+    return pair.verdict in SETTLED
 
 
 def _ab_row(pair: Delta, note: str, verdict: Verdict | None = None) -> Delta:
