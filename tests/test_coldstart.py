@@ -348,3 +348,26 @@ def test_a_real_child_on_the_cpu(tmp_path: Path) -> None:
         "torch" in record.environment
         and os.environ.get("CUDA_CACHE_PATH") != record.environment["env.CUDA_CACHE_PATH"]
     )
+
+
+def test_a_warm_scenario_has_the_empty_one_of_its_kind_as_its_cold_twin() -> None:
+    from kernelgate.coldstart.scenarios import cold_twin
+
+    twins = {name: getattr(cold_twin(s), "name", None) for name, s in SCENARIOS.items()}
+    assert twins == {
+        "empty": None,  # starts empty itself
+        "warm": "empty",
+        "changed": None,  # changes a compile option too
+        "small-cache": None,  # sets CUDA_CACHE_MAXSIZE too
+        "ptx-jit": None,
+        "ptx-jit-warm": "ptx-jit",
+    }
+
+
+def test_a_jit_cache_holding_its_index_alone_compiled_nothing() -> None:
+    from kernelgate.coldstart.scenarios import NOTHING_COMPILED_BYTES, nothing_compiled
+
+    assert nothing_compiled([3988, 3988, 0]) == 3988  # the index of an H100's runs, a CPU's none
+    assert nothing_compiled([3988, NOTHING_COMPILED_BYTES + 1]) is None  # one run compiled a kernel
+    assert nothing_compiled([393 * 1024]) is None  # the PTX probe's 4 kernels
+    assert nothing_compiled([]) is None  # no runs: nothing shown

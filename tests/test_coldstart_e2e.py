@@ -273,3 +273,63 @@ def test_without_a_base_a_cold_start_of_another_host_takes_its_run_and_is_inconc
     )
     (bench,) = json.loads((pytester.path / "screen.json").read_text())["benchmarks"]
     assert bench["stats"]["rounds"] == 1  # the screen's one run: the offset, not the verdict
+
+
+# the two scenarios that differ only in the JIT cache a child starts with
+TWINS = """
+import pytest
+
+
+@pytest.mark.parametrize("scenario", ["empty", "warm"])
+def test_coldstart(kernelgate, scenario):
+    record = kernelgate.coldstart(model="yolov8n", precision="fp32", imgsz=32, scenario=scenario, runs=2)
+    assert record.ok_runs
+"""
+
+
+@pytest.mark.slow
+def test_a_warm_cache_that_the_cold_twin_left_empty_is_not_measured_twice(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Against another host's baseline, the warm-cache cold start is skipped once the empty-cache one
+    of the same model was judged on this runner and its processes compiled nothing into their JIT
+    cache (here, on the CPU, nothing at all): its children would repeat the twin's. Run alone, it is
+    judged in full, as its skip says."""
+    monkeypatch.delenv("KERNELGATE_SLOW_PHASE", raising=False)
+    pytester.makepyprojecttoml(JUDGED)
+    pytester.makepyfile(test_suite=TWINS)
+    pytester.path.joinpath(".gitignore").write_text(".kernelgate/\n")
+    git(pytester.path, "init", "-q", "-b", "main")
+    git(pytester.path, "add", "-A")
+    git(pytester.path, "commit", "-qm", "base")
+    run(pytester, "--kernelgate-save").assert_outcomes(passed=2)
+    (path,) = Path(pytester.path, "baselines").glob("cpu-*/0001_kernelgate.json")
+    data = json.loads(path.read_text())
+    for bench in data["benchmarks"]:  # both scenarios as another host recorded them
+        for host in bench["extra_info"]["kernelgate"]["hosts"]:
+            other = replace(HostFingerprint.from_json(host), cpu="Another CPU")
+            host.update(cpu=other.cpu, id=other.id)
+    path.write_text(json.dumps(data))
+    git(pytester.path, "add", "-A")
+    git(pytester.path, "commit", "-qm", "baseline of another host")
+
+    both = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--kernelgate-device=cpu", "-rA")
+    out = both.stdout.str()
+    both.assert_outcomes(passed=1, skipped=1)
+    assert both.ret == 0
+    assert "coldstart-yolov8n-fp32-bs1-32-empty: pass: base and head agree on this runner" in out, out[-3000:]
+    assert "coldstart-yolov8n-fp32-bs1-32-warm: this runner is not the host" not in out  # never judged
+    reason = (
+        "coldstart-yolov8n-fp32-bs1-32-warm: not measured: coldstart-yolov8n-fp32-bs1-32-empty, judged just "
+        "before on this runner with the same model and variables, JIT-compiled nothing (its CUDA JIT cache "
+        "held at most 0 bytes after each of its 4 runs of base and head: no compiled kernel)"
+    )
+    assert out.count(reason) == 2, out[-3000:]  # the skip's reason, and the kernelgate section's note
+    assert "Run alone, this scenario is judged in full: pytest 'test_suite.py::test_coldstart[warm]'" in out
+
+    alone = pytester.runpytest_subprocess(
+        "-p", "no:cacheprovider", "--kernelgate-device=cpu", "-rA", "test_suite.py::test_coldstart[warm]"
+    )  # fmt: skip
+    out = alone.stdout.str()
+    alone.assert_outcomes(passed=1)
+    assert "coldstart-yolov8n-fp32-bs1-32-warm: pass: base and head agree on this runner" in out, out[-3000:]

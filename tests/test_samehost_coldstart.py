@@ -203,3 +203,50 @@ def test_a_cold_start_phase_is_answered_in_seconds_and_a_move_down_is_not_over_i
         "719.2 ms (-35.3 %), limit +277.9 ms: faster by more than its limit but inside the noise of this "
         "runner (each process: base 1.112 1.090 1.200 | head 0.7192 0.7000 0.7300 s)"
     )
+
+
+def twin_session(records: tuple[list[dict[str, Any]], list[dict[str, Any]]], early: bool = True) -> Any:
+    """A session in which the empty-cache cold start of SPEC was judged with ``records`` (base, head)."""
+    from kernelgate.plugin.coldstart import ANOTHER_HOST
+
+    nodeid = "benchmarks/test_coldstart.py::test_coldstart[yolov8n-fp16-bs1-640-empty]"
+    first = ColdStart.from_json(records[0][0])
+    screen = coldverdict.compare_scenario(first, first, CONFIG)
+    suspect = Suspect(nodeid, COLDSTART, screen, first.to_json(), ANOTHER_HOST)
+    judge = SimpleNamespace(records=lambda n: records if n == nodeid else ([], []))
+    state = SimpleNamespace(judge=judge, suspects=[suspect], early={nodeid: object()} if early else {})
+    return SimpleNamespace(state=state, node=SimpleNamespace(nodeid=nodeid.replace("empty", "warm")))
+
+
+def with_cache(side_records: list[dict[str, Any]], cache_bytes: int) -> list[dict[str, Any]]:
+    return [
+        replace(r, runs=tuple(replace(run, cache_bytes=cache_bytes) for run in r.runs)).to_json()
+        for r in (ColdStart.from_json(raw) for raw in side_records)
+    ]
+
+
+def test_a_warm_cold_start_repeats_its_judged_twin_only_where_the_twin_compiled_nothing() -> None:
+    from kernelgate.coldstart.scenarios import SCENARIOS
+    from kernelgate.plugin.coldstart import repeats_twin
+
+    warm = SCENARIOS["warm"]
+    base, head = with_cache(side(BASE, 1), 3988), with_cache(side(BASE, 2), 3988)
+    said = repeats_twin(twin_session((base, head)), SPEC, warm, {})
+    assert said is not None and said.startswith("coldstart-yolov8n-fp16-bs1-640-warm: not measured: ")
+    assert "held at most 3988 bytes after each of its 12 runs of base and head: no compiled kernel)" in said
+    assert said.endswith("pytest 'benchmarks/test_coldstart.py::test_coldstart[yolov8n-fp16-bs1-640-warm]'")
+    # measured in full where the twin's processes compiled a kernel into the cache (a GPU newer than
+    # the build: PTX JIT), in one run of one side
+    compiled = with_cache(side(BASE[:1], 2), 200_000) + head[1:]
+    assert repeats_twin(twin_session((base, compiled)), SPEC, warm, {}) is None
+    # ... where the twin was not judged at its test's time, or not of the same spec or variables
+    assert repeats_twin(twin_session((base, head), early=False), SPEC, warm, {}) is None
+    assert repeats_twin(twin_session((base, head)), replace(SPEC, precision="fp32"), warm, {}) is None
+    assert repeats_twin(twin_session((base, head)), SPEC, warm, {"CUDA_MODULE_LOADING": "EAGER"}) is None
+    # ... under torch.compile (a warm start reuses Inductor's caches), or for a scenario with no twin
+    assert repeats_twin(twin_session((base, head)), replace(SPEC, mode="compile"), warm, {}) is None
+    assert repeats_twin(twin_session((base, head)), SPEC, SCENARIOS["small-cache"], {}) is None
+    # ... or where a run of the twin failed
+    broken = ColdStart.from_json(head[0])
+    failed = [replace(broken, runs=(replace(broken.runs[0], error="boom"), *broken.runs[1:])).to_json()]
+    assert repeats_twin(twin_session((base, failed)), SPEC, warm, {}) is None

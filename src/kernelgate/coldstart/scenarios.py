@@ -13,7 +13,7 @@ every kernel from PTX: the situation of a GPU newer than the framework's build.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -79,3 +79,30 @@ SCENARIOS = {
         ),
     )
 }
+
+
+# A run's JIT cache folder of at most this size holds no JIT-compiled kernel: the driver's index alone
+# is about 4 KB where torch's kernels all have native code for the GPU (docs/verdict.md); each kernel
+# the driver compiles adds its cubin, and the PTX probe's 4 kernels compile to 393 KiB
+NOTHING_COMPILED_BYTES = 16 * 1024
+
+
+def cold_twin(scenario: Scenario) -> Scenario | None:
+    """The scenario whose children differ from ``scenario``'s only in starting with an empty JIT cache:
+    ``empty`` for ``warm``, ``ptx-jit`` for ``ptx-jit-warm``. None for a scenario that starts empty, or
+    that changes more than the cache's content (``small-cache``'s variable, ``changed``'s options)."""
+    if not scenario.warm_cache or scenario.copy_primed or scenario.changed_options:
+        return None
+    same = (scenario.force_ptx, scenario.env, scenario.compile_only)
+    return next(
+        (s for s in SCENARIOS.values() if not s.warm_cache and (s.force_ptx, s.env, s.compile_only) == same),
+        None,
+    )
+
+
+def nothing_compiled(cache_bytes: Sequence[int]) -> int | None:
+    """The largest JIT cache that runs left behind (``cache_bytes``, one a run), where none holds a
+    JIT-compiled kernel (:data:`NOTHING_COMPILED_BYTES`); None where one does, or there are no runs."""
+    if not cache_bytes or max(cache_bytes) > NOTHING_COMPILED_BYTES:
+        return None
+    return max(cache_bytes)

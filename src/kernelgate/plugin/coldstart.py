@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from kernelgate.coldstart.phases import COMPILE, PTX_PROBE, TOTAL, ChildSpec, ColdStart
 from kernelgate.coldstart.ptxprobe.build import ProbeUnavailable
 from kernelgate.coldstart.runner import Runner
-from kernelgate.coldstart.scenarios import SCENARIOS
+from kernelgate.coldstart.scenarios import SCENARIOS, Scenario, cold_twin, nothing_compiled
 from kernelgate.coldstart.verdict import (
     EXTRA_KEY,
     bench_fields,
@@ -113,6 +113,11 @@ def run(
             runner.prepare()
         except ProbeUnavailable as exc:
             pytest.skip(str(exc))
+        if now is not None:
+            repeated = repeats_twin(kg, spec, chosen, runner.env)
+            if repeated is not None:  # skipped, and said in the kernelgate section too
+                kg.state.note(f"kernelgate: {repeated}")
+                pytest.skip(repeated)
         judged = judged_now(kg, *now) if now is not None else None
         if judged is not None:
             return judged
@@ -268,6 +273,43 @@ def judged_now(kg: KernelGate, stored: Entry, foreign: str) -> ColdStart | None:
     fields = bench_fields(stats, kg.benchmark.fullname, record)
     kg.state.add_measured(Entry(kg.benchmark.fullname, result, fields))
     return record
+
+
+def repeats_twin(kg: KernelGate, spec: ChildSpec, scenario: Scenario, env: Mapping[str, str]) -> str | None:
+    """Why a warm-cache cold start, about to be judged on this runner, would only repeat its cold twin's
+    processes (:func:`~kernelgate.coldstart.scenarios.cold_twin`): the twin of the same spec and
+    variables was judged on this runner in this session, every run of base and head completed, and
+    none left a JIT-compiled kernel in its cache. A warm cache then has nothing for the children to
+    reuse (an eager model whose kernels all have native code for this GPU), so its children would run
+    the twin's processes again, and the twin's verdict answers for both. None where that does not
+    hold: under ``torch.compile`` (a warm start reuses Inductor's and Triton's caches), where the twin
+    compiled something, or was not judged here."""
+    from kernelgate.plugin.samehost import COLDSTART
+
+    twin = cold_twin(scenario)
+    judge = kg.state.judge
+    if twin is None or spec.mode == COMPILE or judge is None:
+        return None
+    name = f"coldstart-{spec.id}-{twin.name}"
+    judged = [s for s in kg.state.suspects if s.kind == COLDSTART and s.nodeid in kg.state.early
+              and s.screen.benchmark == name]  # fmt: skip
+    if not judged:
+        return None
+    base, head = judge.records(judged[-1].nodeid)
+    records = [ColdStart.from_json(raw) for raw in (*base, *head)]
+    if not base or not head or any(r.spec != spec or dict(r.env) != dict(env) for r in records):
+        return None
+    runs = [run for r in records for run in r.runs]
+    most = nothing_compiled([run.cache_bytes for run in runs]) if all(run.ok for run in runs) else None
+    if most is None:
+        return None
+    return (
+        f"coldstart-{spec.id}-{scenario.name}: not measured: {name}, judged just before on this runner "
+        f"with the same model and variables, JIT-compiled nothing (its CUDA JIT cache held at most {most} "
+        f"bytes after each of its {len(runs)} runs of base and head: no compiled kernel), so a warm cache "
+        "holds nothing for these processes to reuse and they would repeat that one's; its verdict answers "
+        f"for both. Run alone, this scenario is judged in full: pytest '{kg.node.nodeid}'"
+    )
 
 
 def _stored_entry(kg: KernelGate, spec: ChildSpec) -> Entry | None:
