@@ -81,6 +81,28 @@ def git(path: Path, *args: str) -> None:
     )  # fmt: skip
 
 
+def base_repository(pytester: pytest.Pytester, pyproject: str, suite: str) -> None:
+    """A git repository of ``suite`` (its one commit the base), ``.kernelgate/`` ignored."""
+    pytester.makepyprojecttoml(pyproject)
+    pytester.makepyfile(test_suite=suite)
+    pytester.path.joinpath(".gitignore").write_text(".kernelgate/\n")
+    git(pytester.path, "init", "-q", "-b", "main")
+    git(pytester.path, "add", "-A")
+    git(pytester.path, "commit", "-qm", "base")
+
+
+def as_another_host(path: Path, cpu: str = "Another CPU", coldstarts_only: bool = False) -> None:
+    """The baseline file at ``path`` as another host recorded it (its cold starts alone, or all)."""
+    data = json.loads(path.read_text())
+    for bench in data["benchmarks"]:
+        if coldstarts_only and "kernelgate_coldstart" not in bench["extra_info"]:
+            continue
+        for host in bench["extra_info"]["kernelgate"]["hosts"]:
+            other = replace(HostFingerprint.from_json(host), cpu=cpu)
+            host.update(cpu=other.cpu, id=other.id)
+    path.write_text(json.dumps(data))
+
+
 # wide: a CPU start-up on the shared 2-core CI machine moves by seconds; the judge settles at round 2
 JUDGED = PYPROJECT.replace("2500.0", "10000.0") + "confirm_min_rounds = 2\nconfirm_max_rounds = 2\n"
 
@@ -94,14 +116,9 @@ def test_a_cold_start_recorded_on_another_host_is_judged_on_this_runner(
     runs), whatever the stored numbers say; from this runner's own baseline the screen decides as
     before."""
     monkeypatch.delenv("KERNELGATE_SLOW_PHASE", raising=False)
-    pytester.makepyprojecttoml(JUDGED)
     # 2 runs a process: more than the screen's one against another host's baseline (checked below),
     # and as many as each process of a same-host round times (plugin/coldstart.py's JUDGE_RUNS)
-    pytester.makepyfile(test_suite=SUITE.replace("runs=1", "runs=2"))
-    pytester.path.joinpath(".gitignore").write_text(".kernelgate/\n")
-    git(pytester.path, "init", "-q", "-b", "main")
-    git(pytester.path, "add", "-A")
-    git(pytester.path, "commit", "-qm", "base")
+    base_repository(pytester, JUDGED, SUITE.replace("runs=1", "runs=2"))
     run(pytester, "--kernelgate-save").assert_outcomes(passed=1)
     (path,) = Path(pytester.path, "baselines").glob("cpu-*/0001_kernelgate.json")
     git(pytester.path, "add", "-A")
@@ -113,11 +130,7 @@ def test_a_cold_start_recorded_on_another_host_is_judged_on_this_runner(
 
     data = json.loads(path.read_text())
     (this_host,) = {h["id"] for b in data["benchmarks"] for h in b["extra_info"]["kernelgate"]["hosts"]}
-    for bench in data["benchmarks"]:  # the same baseline, as another host recorded it
-        for host in bench["extra_info"]["kernelgate"]["hosts"]:
-            other = replace(HostFingerprint.from_json(host), cpu="Another CPU (64 cores)")
-            host.update(cpu=other.cpu, id=other.id)
-    path.write_text(json.dumps(data))
+    as_another_host(path, "Another CPU (64 cores)")  # the same baseline, as another host recorded it
     git(pytester.path, "commit", "-qam", "baseline of another host")
 
     judged = pytester.runpytest_subprocess(
@@ -182,25 +195,15 @@ def test_a_cold_start_judged_at_its_test_and_a_kernel_suspect_share_one_base_che
     the head slowed is judged after the last test by the same judge: one base checkout, every
     process's log and both suspects' evidence kept, each test's outcome its verdict."""
     monkeypatch.delenv("KERNELGATE_SLOW_PHASE", raising=False)
-    pytester.makepyprojecttoml(
+    pyproject = (
         JUDGED.replace("confirm_max_rounds = 2", "confirm_max_rounds = 2\nlayer_threshold = \"100%\"\n"
                        "kernel_threshold = \"100%\"\ntotal_threshold = \"100%\"\nfloor_us = 300.0\n"
                        "kernel_floor_us = 300.0")
     )  # fmt: skip
-    pytester.makepyfile(test_suite=MIXED)
-    pytester.path.joinpath(".gitignore").write_text(".kernelgate/\n")
-    git(pytester.path, "init", "-q", "-b", "main")
-    git(pytester.path, "add", "-A")
-    git(pytester.path, "commit", "-qm", "base")
+    base_repository(pytester, pyproject, MIXED)
     run(pytester, "--kernelgate-save", "--benchmark-min-rounds=3").assert_outcomes(passed=2)
     (path,) = Path(pytester.path, "baselines").glob("cpu-*/0001_kernelgate.json")
-    data = json.loads(path.read_text())
-    for bench in data["benchmarks"]:  # the cold start as another host recorded it; the kernel as this
-        if "kernelgate_coldstart" in bench["extra_info"]:
-            for host in bench["extra_info"]["kernelgate"]["hosts"]:
-                other = replace(HostFingerprint.from_json(host), cpu="Another CPU")
-                host.update(cpu=other.cpu, id=other.id)
-    path.write_text(json.dumps(data))
+    as_another_host(path, coldstarts_only=True)  # the cold start as another host recorded it
     git(pytester.path, "add", "-A")
     git(pytester.path, "commit", "-qm", "baseline")
     git(pytester.path, "checkout", "-q", "-b", "pr")
@@ -255,12 +258,7 @@ def test_without_a_base_a_cold_start_of_another_host_takes_its_run_and_is_inconc
     pytester.makepyfile(test_suite=SUITE.replace("runs=1", "runs=2"))
     run(pytester, "--kernelgate-save").assert_outcomes(passed=1)
     (path,) = Path(pytester.path, "baselines").glob("cpu-*/0001_kernelgate.json")
-    data = json.loads(path.read_text())
-    for bench in data["benchmarks"]:
-        for host in bench["extra_info"]["kernelgate"]["hosts"]:
-            other = replace(HostFingerprint.from_json(host), cpu="Another CPU")
-            host.update(cpu=other.cpu, id=other.id)
-    path.write_text(json.dumps(data))
+    as_another_host(path)
 
     result = pytester.runpytest_subprocess(
         "-p", "no:cacheprovider", "--kernelgate-device=cpu", "--benchmark-json=screen.json", "-rA"
@@ -296,20 +294,10 @@ def test_a_warm_cache_that_the_cold_twin_left_empty_is_not_measured_twice(
     cache (here, on the CPU, nothing at all): its children would repeat the twin's. Run alone, it is
     judged in full, as its skip says."""
     monkeypatch.delenv("KERNELGATE_SLOW_PHASE", raising=False)
-    pytester.makepyprojecttoml(JUDGED)
-    pytester.makepyfile(test_suite=TWINS)
-    pytester.path.joinpath(".gitignore").write_text(".kernelgate/\n")
-    git(pytester.path, "init", "-q", "-b", "main")
-    git(pytester.path, "add", "-A")
-    git(pytester.path, "commit", "-qm", "base")
+    base_repository(pytester, JUDGED, TWINS)
     run(pytester, "--kernelgate-save").assert_outcomes(passed=2)
     (path,) = Path(pytester.path, "baselines").glob("cpu-*/0001_kernelgate.json")
-    data = json.loads(path.read_text())
-    for bench in data["benchmarks"]:  # both scenarios as another host recorded them
-        for host in bench["extra_info"]["kernelgate"]["hosts"]:
-            other = replace(HostFingerprint.from_json(host), cpu="Another CPU")
-            host.update(cpu=other.cpu, id=other.id)
-    path.write_text(json.dumps(data))
+    as_another_host(path)  # both scenarios as another host recorded them
     git(pytester.path, "add", "-A")
     git(pytester.path, "commit", "-qm", "baseline of another host")
 
