@@ -308,12 +308,18 @@ def test_a_warm_cache_that_the_cold_twin_left_empty_is_not_measured_twice(
     assert "coldstart-yolov8n-fp32-bs1-32-empty: pass: base and head agree on this runner" in out, out[-3000:]
     assert "coldstart-yolov8n-fp32-bs1-32-warm: this runner is not the host" not in out  # never judged
     reason = (
-        "coldstart-yolov8n-fp32-bs1-32-warm: not measured: coldstart-yolov8n-fp32-bs1-32-empty, judged just "
-        "before on this runner with the same model and variables, JIT-compiled nothing (its CUDA JIT cache "
-        "held at most 0 bytes after each of its 4 runs of base and head: no compiled kernel)"
+        "coldstart-yolov8n-fp32-bs1-32-warm: not measured: a warm cache holds nothing to reuse on this "
+        "runner, so its processes would repeat those of coldstart-yolov8n-fp32-bs1-32-empty, judged just "
+        "before with the same model and variables, whose 4 runs of base and head each left the CUDA JIT "
+        "cache with no compiled kernel (at most 0 bytes)"
     )
     assert out.count(reason) == 2, out[-3000:]  # the skip's reason, and the kernelgate section's note
+    # and its progress line says why as it goes
+    both.stdout.fnmatch_lines(["kernelgate ?2/2? test_coldstart?warm?: skipped: *: not measured: a warm *"])
     assert "Run alone, this scenario is judged in full: pytest 'test_suite.py::test_coldstart[warm]'" in out
+    comment = (pytester.path / ".kernelgate" / "report" / "report.md").read_text()  # the PR comment
+    assert "; 1 cold start(s) passed; 1 not measured, as the repeat of another (see below)" in comment
+    assert "- `coldstart-yolov8n-fp32-bs1-32-warm`: not measured: a warm cache holds nothing" in comment
 
     alone = pytester.runpytest_subprocess(
         "-p", "no:cacheprovider", "--kernelgate-device=cpu", "-rA", "test_suite.py::test_coldstart[warm]"

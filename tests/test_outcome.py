@@ -169,3 +169,16 @@ def test_progress_counts_each_gate_test_once_held_or_not(project: pytest.Pyteste
     # each with the number it ended with
     held = ["kernelgate [1/4", "kernelgate [2/4", "kernelgate [3/4"]
     assert counts == [*held, "kernelgate [4/4", *held], counts
+
+
+def test_a_skipped_gate_tests_progress_line_says_why() -> None:
+    from kernelgate.plugin.progress import SKIP_SHOWN, skipped
+
+    def report(longrepr: object) -> pytest.TestReport:
+        return pytest.TestReport("t.py::t", ("t.py", 0, "t"), {}, "skipped", longrepr, "call")
+
+    why = "coldstart-x-warm: not measured: coldstart-x-empty, judged just before on this runner"
+    assert skipped(report(("t.py", 3, f"Skipped: {why}"))) == f"skipped: {why}"
+    long = skipped(report(("t.py", 3, "Skipped: " + "x" * 400)))
+    assert long.endswith("…") and len(long) == len("skipped: ") + SKIP_SHOWN
+    assert skipped(report(None)) == "skipped"  # no reason to show

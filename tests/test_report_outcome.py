@@ -243,6 +243,24 @@ def test_the_headline_counts_the_cold_starts_it_judged_beside_the_benchmarks(tmp
     assert "cold start" not in (tmp_path / "report.md").read_text().splitlines()[1]
 
 
+def test_a_cold_start_not_measured_as_the_repeat_of_another_is_said_in_the_report(tmp_path: Path) -> None:
+    passed = dataclasses.replace(
+        COLD,
+        deltas=tuple(dataclasses.replace(d, verdict=Verdict.UNCHANGED) for d in COLD.deltas),
+        fail_on=frozenset({Verdict.REGRESSED}),
+    )
+    decision = policy.decide([policy.Case.of(passed)], policy.ExitPolicy())
+    why = "not measured: a warm cache holds nothing to reuse on this runner, so its processes would repeat"
+    run = RunOutcome(decision, (), (passed,), unmeasured=(("coldstart-x-warm", why),))
+    publish.publish([], tmp_path, run=run)
+    lines = (tmp_path / "report.md").read_text().splitlines()
+    assert lines[1].endswith("; 1 cold start(s) passed; 1 not measured, as the repeat of another (see below)")
+    table = lines.index("#### Cold starts")
+    assert lines.index(f"- `coldstart-x-warm`: {why}") > table  # below the judged cold starts' phases
+    publish.publish([], tmp_path, run=RunOutcome(decision, (), (passed,)))
+    assert "not measured" not in (tmp_path / "report.md").read_text()
+
+
 def test_report_of_a_run_with_every_outcome_golden(tmp_path: Path) -> None:
     """A passing benchmark with an ambiguous layer, one without a baseline, one that crashed, and
     a regressed cold start: the headline, why the run fails, and the three tables."""

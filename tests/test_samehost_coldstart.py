@@ -232,8 +232,9 @@ def test_a_warm_cold_start_repeats_its_judged_twin_only_where_the_twin_compiled_
     warm = SCENARIOS["warm"]
     base, head = with_cache(side(BASE, 1), 3988), with_cache(side(BASE, 2), 3988)
     said = repeats_twin(twin_session((base, head)), SPEC, warm, {})
-    assert said is not None and said.startswith("coldstart-yolov8n-fp16-bs1-640-warm: not measured: ")
-    assert "held at most 3988 bytes after each of its 12 runs of base and head: no compiled kernel)" in said
+    assert said is not None and said.startswith("not measured: a warm cache holds nothing to reuse")
+    assert "whose 12 runs of base and head each left the CUDA JIT cache with no compiled kernel" in said
+    assert "(at most 3988 bytes); that one's verdict answers for both" in said
     assert said.endswith("pytest 'benchmarks/test_coldstart.py::test_coldstart[yolov8n-fp16-bs1-640-warm]'")
     # measured in full where the twin's processes compiled a kernel into the cache (a GPU newer than
     # the build: PTX JIT), in one run of one side

@@ -115,9 +115,11 @@ def run(
             pytest.skip(str(exc))
         if now is not None:
             repeated = repeats_twin(kg, spec, chosen, runner.env)
-            if repeated is not None:  # skipped, and said in the kernelgate section too
-                kg.state.note(f"kernelgate: {repeated}")
-                pytest.skip(repeated)
+            if repeated is not None:  # skipped, and said in the kernelgate section and the report too
+                name = f"coldstart-{spec.id}-{chosen.name}"
+                kg.state.note(f"kernelgate: {name}: {repeated}")
+                kg.state.add_unmeasured(name, repeated)
+                pytest.skip(f"{name}: {repeated}")
         judged = judged_now(kg, *now) if now is not None else None
         if judged is not None:
             return judged
@@ -304,11 +306,11 @@ def repeats_twin(kg: KernelGate, spec: ChildSpec, scenario: Scenario, env: Mappi
     if most is None:
         return None
     return (
-        f"coldstart-{spec.id}-{scenario.name}: not measured: {name}, judged just before on this runner "
-        f"with the same model and variables, JIT-compiled nothing (its CUDA JIT cache held at most {most} "
-        f"bytes after each of its {len(runs)} runs of base and head: no compiled kernel), so a warm cache "
-        "holds nothing for these processes to reuse and they would repeat that one's; its verdict answers "
-        f"for both. Run alone, this scenario is judged in full: pytest '{kg.node.nodeid}'"
+        f"not measured: a warm cache holds nothing to reuse on this runner, so its processes would repeat "
+        f"those of {name}, judged just before with the same model and variables, whose {len(runs)} runs "
+        f"of base and head each left the CUDA JIT cache with no compiled kernel (at most {most} bytes); "
+        f"that one's verdict answers for both. Run alone, this scenario is judged in full: pytest "
+        f"'{kg.node.nodeid}'"
     )
 
 

@@ -246,8 +246,9 @@ def report(config: pytest.Config, state: State) -> None:
             Judged(d.benchmark, why.get(d.benchmark, ""), d.outcome.value, d.reason, d.rounds)
             for d in state.decisions
         ),
+        tuple(state.unmeasured),
     )
-    if not (items or run.not_compared or run.coldstarts):
+    if not (items or run.not_compared or run.coldstarts or run.unmeasured):
         return
     folder = Path(config.getoption("kernelgate_report_dir")).resolve()
     try:

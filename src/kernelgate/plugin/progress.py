@@ -80,7 +80,7 @@ def outcome(state: State, report: pytest.TestReport) -> str:
     if report.failed:
         return "FAILED"
     if report.skipped:
-        return "skipped"
+        return skipped(report)
     entry = next((e for e in reversed(state.measured) if e.fullname == report.nodeid), None)
     if entry is None:
         return "passed"  # a pytest-xdist worker measured it, or it measured nothing
@@ -96,3 +96,18 @@ def outcome(state: State, report: pytest.TestReport) -> str:
     if state.options.save:
         return "measured, to save"
     return "pass"
+
+
+#: characters of a skip's reason a progress line shows (the whole reason: ``-rs``, the JUnit XML)
+SKIP_SHOWN = 160
+
+
+def skipped(report: pytest.TestReport) -> str:
+    """A skipped test's progress verdict: "skipped" and the start of its reason, so that a run's
+    output says why a benchmark measured nothing as it goes."""
+    longrepr = report.longrepr
+    reason = longrepr[2] if isinstance(longrepr, tuple) and len(longrepr) == 3 else ""
+    reason = str(reason).removeprefix("Skipped: ").strip()
+    if not reason:
+        return "skipped"
+    return "skipped: " + (reason if len(reason) <= SKIP_SHOWN else reason[: SKIP_SHOWN - 1] + "…")

@@ -71,6 +71,9 @@ class State:
     gate_tests: list[str] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
     unreliable: list[str] = field(default_factory=list)
+    # (benchmark, why) of gate benchmarks skipped as the repeat of one measured in this run (a
+    # warm-cache cold start whose empty twin compiled nothing: plugin/coldstart.repeats_twin)
+    unmeasured: list[tuple[str, str]] = field(default_factory=list)
     # pytest-xdist's controller: per worker, the tests it ran and their seconds (setup, call, teardown)
     busy: dict[str, tuple[int, float]] = field(default_factory=dict)
     # benchmarks the stored-baseline screen failed, for the same-host judge at session end, and its
@@ -123,6 +126,9 @@ class State:
 
     def add_unreliable(self, benchmark: str) -> None:
         self.unreliable.append(benchmark)
+
+    def add_unmeasured(self, benchmark: str, why: str) -> None:
+        self.unmeasured.append((benchmark, why))
 
     def add_failed(self, failure: tuple[str, str]) -> None:
         """(node id, why) of a gate benchmark that raised before it had an outcome."""

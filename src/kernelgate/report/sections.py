@@ -43,6 +43,8 @@ class RunOutcome:
     coldstarts: tuple[Comparison, ...] = ()
     arch: str = ""  # the run's architecture key (a run that compared nothing has no diff to name it)
     judged: tuple[Judged, ...] = ()
+    # (benchmark, why) of benchmarks skipped as the repeat of one measured in the run
+    unmeasured: tuple[tuple[str, str], ...] = ()
 
 
 def _cell(text: str) -> str:
@@ -70,6 +72,8 @@ def headline_suffix(diffs: Sequence[BenchmarkDiff], run: RunOutcome | None) -> s
         text += f"; {len(cold)} cold start(s) failed: {_first(c.benchmark for c in cold)}"
     elif run.coldstarts:  # the count above is of the kernel benchmarks: say the cold starts were judged
         text += f"; {len(run.coldstarts)} cold start(s) passed"
+    if run.unmeasured:
+        text += f"; {len(run.unmeasured)} not measured, as the repeat of another (see below)"
     if run.not_compared:
         named = (
             c.benchmark + ("" if c.status is Status.NOT_COMPARED else f" ({c.status.value})")
@@ -120,14 +124,14 @@ def coldstart_table(run: RunOutcome | None) -> list[str]:
     """Every phase of every cold start that took any time: baseline, current, delta, threshold and
     verdict, with the same-host judge's note where it decided (a phase +50 % against another host's
     baseline reads "unchanged" only with the reason beside it)."""
-    if run is None or not run.coldstarts:
+    if run is None or not (run.coldstarts or run.unmeasured):
         return []
-    rows = [
-        "#### Cold starts",
-        "",
-        "| cold start | phase | baseline | current | delta | threshold | verdict |",
-        "|---|---|--:|--:|--:|--:|---|",
-    ]
+    rows = ["#### Cold starts", ""]
+    if run.coldstarts:
+        rows += [
+            "| cold start | phase | baseline | current | delta | threshold | verdict |",
+            "|---|---|--:|--:|--:|--:|---|",
+        ]
     for comparison in run.coldstarts:
         for d in comparison.deltas:
             if not (d.baseline_us or d.current_us):
@@ -141,6 +145,9 @@ def coldstart_table(run: RunOutcome | None) -> list[str]:
                 f"| {_cell(comparison.benchmark)} | {_cell(d.name)} | {_seconds(d.baseline_us)} | "
                 f"{_seconds(d.current_us)} | {pct(d.delta_pct)} | {labels.threshold(d)} | {verdict} |"
             )
+    if run.unmeasured:  # skipped as the repeat of a cold start above
+        rows += [""] if run.coldstarts else []
+        rows += [f"- {code(name)}: {_cell(why)}" for name, why in run.unmeasured]
     return [*rows, ""]
 
 
