@@ -1,6 +1,7 @@
 """The fixture's ``coldstart(...)``: measure a cold-start scenario, keep it for the baseline file, gate it
 (:mod:`kernelgate.coldstart.verdict`); where its stored runs are another host's, have the same-host
-judge measure base and head at once instead (:func:`judged_now`)."""
+judge measure base and head at once instead (:func:`judged_now`), or skip a warm-cache scenario whose
+processes would repeat those of its empty twin judged so just before (:func:`repeats_twin`)."""
 
 from __future__ import annotations
 
