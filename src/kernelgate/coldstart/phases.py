@@ -105,6 +105,11 @@ class ChildSpec:
             return f"{PTX_PROBE}-{self.probe_kernels}k"
         return self.yolo.id
 
+    def benchmark(self, scenario: str) -> str:
+        """The benchmark id of this spec's cold start in ``scenario``, e.g.
+        ``coldstart-yolov8n-fp16-bs1-640-warm``."""
+        return f"coldstart-{self.id}-{scenario}"
+
 
 @dataclass(frozen=True)
 class Run:
@@ -177,7 +182,7 @@ class ColdStart:
 
     @property
     def id(self) -> str:
-        return f"coldstart-{self.spec.id}-{self.scenario}"
+        return self.spec.benchmark(self.scenario)
 
     @property
     def ok_runs(self) -> tuple[Run, ...]:

@@ -117,7 +117,7 @@ def run(
         if now is not None:
             repeated = repeats_twin(kg, spec, chosen, runner.env)
             if repeated is not None:  # skipped, and said in the kernelgate section and the report too
-                name = f"coldstart-{spec.id}-{chosen.name}"
+                name = spec.benchmark(chosen.name)
                 kg.state.note(f"kernelgate: {name}: {repeated}")
                 kg.state.add_unmeasured(name, repeated)
                 pytest.skip(f"{name}: {repeated}")
@@ -293,7 +293,7 @@ def repeats_twin(kg: KernelGate, spec: ChildSpec, scenario: Scenario, env: Mappi
     judge = kg.state.judge
     if twin is None or spec.mode == COMPILE or judge is None:
         return None
-    name = f"coldstart-{spec.id}-{twin.name}"
+    name = spec.benchmark(twin.name)
     judged = [s for s in kg.state.suspects if s.kind == COLDSTART and s.nodeid in kg.state.early
               and s.screen.benchmark == name]  # fmt: skip
     if not judged:
